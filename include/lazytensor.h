@@ -1,0 +1,208 @@
+/*
+ * lazytensor — a lazy-tensor runtime in C.
+ *
+ * Tutorial. Every tensor function below looks eager but only records one IR
+ * node. Values are computed at a sync point: lt_mark_step() (syncs every live
+ * tensor) or lt_to_host() (syncs what one tensor needs). The pending graph is
+ * hashed, found in a compile cache or compiled once, executed, and the
+ * tensors are rebound to the results.
+ *
+ *     int64_t shape[2] = {2, 3};
+ *     lt_tensor *p = lt_randn(LT_F32, 2, shape);
+ *     lt_tensor *g = lt_full(0.5, LT_F32, 2, shape);
+ *     for (int i = 0; i < 100; i++) {
+ *         lt_lerp_(p, g, 0.1);        // in place, one IR node, no compute
+ *         lt_mark_step();             // compiles once, then hits the cache
+ *     }
+ *     float out[6];
+ *     if (lt_to_host(p, out, sizeof out) != 0) puts(lt_error_message());
+ *     lt_free(p); lt_free(g);
+ *
+ * Ownership: functions returning lt_tensor * return a NEW handle that the
+ * caller frees with lt_free(), except in-place functions (names ending in
+ * '_'), which return their first argument. Arguments are borrowed.
+ *
+ * Views (lt_slice, lt_transpose, ...) alias their base: an in-place op
+ * through a view is seen through the base and every other alias, exactly as
+ * in PyTorch eager.
+ *
+ * Errors: a function that returns a handle returns NULL on error and sets a
+ * thread-local error (lt_error(), lt_error_message()) naming the function,
+ * the argument and the values. A NULL operand makes an op return NULL without
+ * overwriting the first error, so a chain of calls can be checked once.
+ *
+ * Scalars are C doubles and behave like Python floats in type promotion:
+ * an integer or bool tensor combined with a scalar gives float32.
+ *
+ * Threads: one tracing thread per process. All calls must come from one
+ * thread at a time (the library keeps one global graph, like PyTorch/XLA's
+ * per-device graph); the error state is thread-local.
+ */
+#ifndef LAZYTENSOR_H
+#define LAZYTENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LT_MAX_DIMS 8
+
+typedef struct lt_tensor lt_tensor;
+typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL } lt_dtype;
+
+/* Error codes returned by lt_error(). */
+enum lt_status {
+    LT_OK = 0,
+    LT_ERR_NULL,      /* a NULL argument */
+    LT_ERR_SHAPE,     /* shapes do not match or do not broadcast */
+    LT_ERR_DTYPE,     /* dtype not accepted, or result cannot be cast */
+    LT_ERR_ARG,       /* bad axis, index, size or value */
+    LT_ERR_OVERFLOW,  /* element count or byte size overflows */
+    LT_ERR_OOM,       /* an allocation failed */
+    LT_ERR_STATE,     /* the call is not allowed now (e.g. in-place on a leaf requiring grad) */
+    LT_ERR_IO,        /* a file could not be read or written */
+    LT_ERR_FORMAT     /* a file is malformed */
+};
+
+/* ---- creation (new handles) -------------------------------------------- */
+lt_tensor *lt_from_data(const void *data, lt_dtype dtype, int ndim, const int64_t *shape); /* copies */
+lt_tensor *lt_zeros(lt_dtype dtype, int ndim, const int64_t *shape);
+lt_tensor *lt_ones(lt_dtype dtype, int ndim, const int64_t *shape);
+lt_tensor *lt_full(double value, lt_dtype dtype, int ndim, const int64_t *shape);
+lt_tensor *lt_randn(lt_dtype dtype, int ndim, const int64_t *shape); /* N(0,1), seeded */
+lt_tensor *lt_rand(lt_dtype dtype, int ndim, const int64_t *shape);  /* U[0,1), seeded */
+lt_tensor *lt_arange(double start, double end, double step, lt_dtype dtype);
+void       lt_manual_seed(uint64_t seed);
+
+/* ---- handles ------------------------------------------------------------ */
+void           lt_free(lt_tensor *t);                 /* NULL is a no-op */
+int            lt_ndim(const lt_tensor *t);
+const int64_t *lt_shape(const lt_tensor *t);          /* borrowed; valid while t lives */
+lt_dtype       lt_dtype_of(const lt_tensor *t);
+int64_t        lt_numel(const lt_tensor *t);
+size_t         lt_dtype_size(lt_dtype dtype);
+const char    *lt_dtype_name(lt_dtype dtype);
+bool           lt_is_view(const lt_tensor *t);
+
+/* ---- sync --------------------------------------------------------------- */
+int  lt_to_host(lt_tensor *t, void *dst, size_t nbytes);  /* 0 = ok; syncs what t needs */
+double lt_item(lt_tensor *t);                            /* one-element tensor as double; NaN + error otherwise */
+void lt_mark_step(void);                                 /* syncs every live tensor */
+
+/* ---- errors and metrics -------------------------------------------------- */
+int         lt_error(void);                        /* 0 = none; sticky until cleared */
+const char *lt_error_message(void);
+void        lt_clear_error(void);
+double      lt_metric(const char *name);           /* counters/timers, e.g. "UncachedCompile"; NaN if unknown */
+void        lt_metrics_reset(void);
+
+/* ---- elementwise, out-of-place (new handle) ------------------------------ */
+/* Broadcasting and type promotion as in PyTorch. */
+lt_tensor *lt_add(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_div(lt_tensor *a, lt_tensor *b);     /* true division: integers give float32 */
+lt_tensor *lt_maximum(lt_tensor *a, lt_tensor *b); /* NaN propagates */
+lt_tensor *lt_minimum(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_pow(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_eq(lt_tensor *a, lt_tensor *b);      /* comparisons give LT_BOOL */
+lt_tensor *lt_ne(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_lt(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_le(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_gt(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_ge(lt_tensor *a, lt_tensor *b);
+
+lt_tensor *lt_add_scalar(lt_tensor *a, double s);
+lt_tensor *lt_mul_scalar(lt_tensor *a, double s);
+lt_tensor *lt_pow_scalar(lt_tensor *a, double exponent);
+lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi); /* -INFINITY / INFINITY: no bound */
+
+lt_tensor *lt_neg(lt_tensor *a);
+lt_tensor *lt_exp(lt_tensor *a);
+lt_tensor *lt_log(lt_tensor *a);
+lt_tensor *lt_sqrt(lt_tensor *a);
+lt_tensor *lt_rsqrt(lt_tensor *a);
+lt_tensor *lt_abs(lt_tensor *a);
+lt_tensor *lt_relu(lt_tensor *a);
+lt_tensor *lt_tanh(lt_tensor *a);
+lt_tensor *lt_sigmoid(lt_tensor *a);
+lt_tensor *lt_to_dtype(lt_tensor *a, lt_dtype dtype);   /* cast; always a new value */
+
+lt_tensor *lt_lerp(lt_tensor *a, lt_tensor *b, double weight);    /* a + weight * (b - a) */
+lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b); /* cond is LT_BOOL */
+lt_tensor *lt_addcmul(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value);
+lt_tensor *lt_addcdiv(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value);
+
+/* ---- in-place: return their first argument (not a new handle), NULL on error */
+/* The result is computed as the out-of-place op, must have a's shape, and must
+ * be castable to a's dtype (float into an integer tensor is an error). */
+lt_tensor *lt_add_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_sub_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_mul_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_div_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_maximum_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_minimum_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_pow_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_add_scalar_(lt_tensor *a, double s);
+lt_tensor *lt_mul_scalar_(lt_tensor *a, double s);
+lt_tensor *lt_pow_scalar_(lt_tensor *a, double exponent);
+lt_tensor *lt_clamp_(lt_tensor *a, double lo, double hi);
+lt_tensor *lt_neg_(lt_tensor *a);
+lt_tensor *lt_exp_(lt_tensor *a);
+lt_tensor *lt_log_(lt_tensor *a);
+lt_tensor *lt_sqrt_(lt_tensor *a);
+lt_tensor *lt_rsqrt_(lt_tensor *a);
+lt_tensor *lt_abs_(lt_tensor *a);
+lt_tensor *lt_relu_(lt_tensor *a);
+lt_tensor *lt_tanh_(lt_tensor *a);
+lt_tensor *lt_sigmoid_(lt_tensor *a);
+lt_tensor *lt_lerp_(lt_tensor *a, lt_tensor *b, double weight);
+lt_tensor *lt_addcmul_(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value);
+lt_tensor *lt_addcdiv_(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value);
+lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src);  /* src broadcasts to dst; cast to dst's dtype */
+lt_tensor *lt_fill_(lt_tensor *a, double value);
+lt_tensor *lt_zero_(lt_tensor *a);
+
+/* ---- reductions (new handle) ---------------------------------------------- */
+/* naxes 0 = all axes. sum of integers/bool gives LT_I64; mean needs floats. */
+lt_tensor *lt_sum(lt_tensor *a, int naxes, const int *axes, bool keepdim);
+lt_tensor *lt_mean(lt_tensor *a, int naxes, const int *axes, bool keepdim);
+lt_tensor *lt_max(lt_tensor *a, int naxes, const int *axes, bool keepdim);
+lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim);
+lt_tensor *lt_argmax(lt_tensor *a, int dim, bool keepdim);  /* LT_I64, first maximum */
+lt_tensor *lt_argmin(lt_tensor *a, int dim, bool keepdim);
+lt_tensor *lt_softmax(lt_tensor *a, int dim);
+lt_tensor *lt_log_softmax(lt_tensor *a, int dim);
+
+/* ---- structure (new handle) ------------------------------------------------ */
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);   /* torch.matmul rules, batched broadcasting */
+lt_tensor *lt_cat(int n, lt_tensor *const *tensors, int dim);
+lt_tensor *lt_clone(lt_tensor *a);                  /* independent copy */
+lt_tensor *lt_contiguous(lt_tensor *a);             /* independent copy */
+
+/* ---- views: new handles that ALIAS a's storage ------------------------------ */
+/* Negative dims count from the end, as in PyTorch. */
+lt_tensor *lt_view(lt_tensor *a, int ndim, const int64_t *shape);     /* -1 allowed; error if not expressible */
+lt_tensor *lt_reshape(lt_tensor *a, int ndim, const int64_t *shape);  /* view when possible, else a copy */
+lt_tensor *lt_flatten(lt_tensor *a, int start_dim, int end_dim);      /* reshape semantics */
+lt_tensor *lt_transpose(lt_tensor *a, int dim0, int dim1);
+lt_tensor *lt_t(lt_tensor *a);                                        /* 0-, 1- or 2-D */
+lt_tensor *lt_permute(lt_tensor *a, int ndim, const int *dims);
+lt_tensor *lt_slice(lt_tensor *a, int dim, int64_t start, int64_t end, int64_t step); /* bounds clamped */
+lt_tensor *lt_narrow(lt_tensor *a, int dim, int64_t start, int64_t length);
+lt_tensor *lt_select(lt_tensor *a, int dim, int64_t index);
+lt_tensor *lt_expand(lt_tensor *a, int ndim, const int64_t *shape);   /* -1 keeps a size; read-only */
+lt_tensor *lt_unsqueeze(lt_tensor *a, int dim);
+lt_tensor *lt_squeeze(lt_tensor *a, int dim);                         /* no-op if size != 1 */
+lt_tensor *lt_diagonal(lt_tensor *a, int64_t offset, int dim1, int dim2);
+lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape,
+                         const int64_t *strides, int64_t storage_offset); /* relative to a's storage */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

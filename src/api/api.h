@@ -1,0 +1,53 @@
+/* api: the public functions: argument checks, type promotion, errors.
+ * Shared helpers for the files of this folder. */
+#ifndef LT_API_H
+#define LT_API_H
+
+#include "../exec/exec.h"
+#include "../prof/prof.h"
+
+#include <math.h>
+
+void api_init_slow(void);
+void api_autosync(void);
+void api_after_op(const char *fn, lt_tensor *result, uint64_t nodes_before);
+
+/* Every public op starts here: lazy init, the bound on pending IR, counters.
+ * When the switches are off this is two predictable branches. */
+#define API_ENTER()                                                                 \
+    uint64_t api_nodes0_ = g_arena.nodes;                                           \
+    do {                                                                            \
+        if (LT_UNLIKELY(!g_initialized)) api_init_slow();                           \
+        if (LT_UNLIKELY(g_arena.nodes >= (uint64_t)g_config.max_pending)) {         \
+            api_autosync();                                                         \
+            api_nodes0_ = 0;                                                        \
+        }                                                                           \
+        (void)api_nodes0_;                                                          \
+    } while (0)
+
+/* Every public op that traced something ends here (eager sync, dispatch trace). */
+#define API_LEAVE(fn, result)                                                            \
+    do {                                                                                 \
+        g_counters[M_OpsTraced] += 1;                                                    \
+        if (LT_UNLIKELY(g_config.eager | g_config.dispatch_trace) && (result))           \
+            api_after_op((fn), (result), api_nodes0_);                                   \
+    } while (0)
+
+/* Checks a tensor argument: NULL propagates (the first error stays), a freed
+ * handle is reported. Returns 0 if usable. */
+static inline int api_check(const char *fn, const char *arg, const lt_tensor *t) {
+    if (LT_LIKELY(t && t->magic == LT_HANDLE_MAGIC)) return 0;
+    if (!t) err_set(LT_ERR_NULL, "%s: argument '%s' is NULL", fn, arg);
+    else err_set(LT_ERR_STATE, "%s: argument '%s' is a freed or invalid handle", fn, arg);
+    return -1;
+}
+
+/* Elementwise core shared by out-of-place and in-place forms: checks,
+ * broadcasting, promotion; one node; a new handle, or `inplace` rebound. */
+lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
+                           lt_tensor *inplace);
+
+/* Sync storages' pending values (lt_mark_step with a subset). */
+int api_sync_storages(storage **sts, int n);
+
+#endif

@@ -1,0 +1,216 @@
+/* Elementwise ops, out-of-place and in-place: one node per call. */
+#include "api.h"
+
+static const char *arg_name(int op, int i) {
+    static const char *ab[] = {"a", "b", "c"}, *w[] = {"cond", "a", "b"}, *t[] = {"a", "t1", "t2"};
+    if (op == LT_OP_WHERE) return w[i];
+    if (op == LT_OP_ADDCMUL || op == LT_OP_ADDCDIV) return t[i];
+    return ab[i];
+}
+
+/* Dtype rules that PyTorch enforces beyond promotion. Cold path. */
+static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
+    lt_dtype d0 = (lt_dtype)in[0]->dtype;
+    switch (op) {
+    case LT_OP_LERP:
+        if (!dtype_is_float(d0) || in[1]->dtype != d0)
+            return err_set(LT_ERR_DTYPE, "%s: arguments 'a' (%s) and 'b' (%s) must share one floating dtype", fn,
+                           dtype_name(d0), dtype_name((lt_dtype)in[1]->dtype)),
+                   -1;
+        break;
+    case LT_OP_WHERE:
+        if (d0 != LT_BOOL)
+            return err_set(LT_ERR_DTYPE, "%s: argument 'cond' must be bool, got %s", fn, dtype_name(d0)), -1;
+        break;
+    case LT_OP_SUB:
+        if (d0 == LT_BOOL && in[1]->dtype == LT_BOOL)
+            return err_set(LT_ERR_DTYPE, "%s: subtraction of two bool tensors is not supported", fn), -1;
+        break;
+    case LT_OP_NEG:
+        if (d0 == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: negation of a bool tensor is not supported", fn), -1;
+        break;
+    case LT_OP_ADDCDIV:
+        if (!dtype_is_float((lt_dtype)in[1]->dtype) && !dtype_is_float((lt_dtype)in[2]->dtype))
+            return err_set(LT_ERR_DTYPE, "%s: integer division of 't1' (%s) by 't2' (%s) is not supported", fn,
+                           dtype_name((lt_dtype)in[1]->dtype), dtype_name((lt_dtype)in[2]->dtype)),
+                   -1;
+        break;
+    default: break;
+    }
+    (void)nin;
+    return 0;
+}
+
+static int is_comparison(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
+
+lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
+                           lt_tensor *inplace) {
+    API_ENTER();
+    for (int i = 0; i < nin; i++)
+        if (LT_UNLIKELY(api_check(fn, arg_name(op, i), in[i]))) return NULL;
+    if (LT_UNLIKELY(op == LT_OP_LERP || op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_NEG ||
+                    op == LT_OP_ADDCDIV) &&
+        check_dtypes(fn, op, nin, in))
+        return NULL;
+    int64_t shape[LT_MAX_DIMS];
+    int nd = in[0]->ndim;
+    memcpy(shape, in[0]->shape, (size_t)nd * 8);
+    lt_dtype dts[3];
+    dts[0] = (lt_dtype)in[0]->dtype;
+    for (int i = 1; i < nin; i++) {
+        dts[i] = (lt_dtype)in[i]->dtype;
+        int r = shape_broadcast(nd, shape, in[i]->ndim, in[i]->shape, shape);
+        if (LT_UNLIKELY(r < 0))
+            return err_set(LT_ERR_SHAPE, "%s: shapes %s ('%s') and %s ('%s') do not broadcast", fn,
+                           SHAPE_STR(in[0]->ndim, in[0]->shape), arg_name(op, 0), SHAPE_STR(in[i]->ndim, in[i]->shape),
+                           arg_name(op, i));
+        nd = r;
+    }
+    lt_dtype cd = ir_compute_dtype(op, nin, dts);
+    lt_dtype od = is_comparison(op) ? LT_BOOL : cd;
+    if (inplace) {
+        if (LT_UNLIKELY(nd != inplace->ndim || memcmp(shape, inplace->shape, (size_t)nd * 8)))
+            return err_set(LT_ERR_SHAPE, "%s: result shape %s does not match the in-place target's shape %s", fn,
+                           SHAPE_STR(nd, shape), SHAPE_STR(inplace->ndim, inplace->shape));
+        if (LT_UNLIKELY(od != inplace->dtype && !dtype_can_cast(od, (lt_dtype)inplace->dtype)))
+            return err_set(LT_ERR_DTYPE, "%s: result type %s can't be cast to the in-place target's dtype %s", fn,
+                           dtype_name(od), dtype_name((lt_dtype)inplace->dtype));
+        if (LT_UNLIKELY(inplace->overlaps))
+            return err_set(LT_ERR_ARG,
+                           "%s: unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location (an expanded view); clone it first",
+                           fn);
+        od = (lt_dtype)inplace->dtype;
+    }
+    ir_node *v[3];
+    for (int i = 0; i < nin; i++)
+        if (LT_UNLIKELY(!(v[i] = func_value(in[i])))) return NULL;
+    ir_node *n = ir_new(op, od, nd, shape, nin, v, 0, NULL, nsc, sc);
+    if (LT_UNLIKELY(!n)) return NULL;
+    lt_tensor *t;
+    if (inplace) {
+        if (LT_UNLIKELY(func_assign(inplace, n))) return NULL;
+        t = inplace;
+    } else {
+        t = func_new(n);
+    }
+    API_LEAVE(fn, t);
+    return t;
+}
+
+/* Public wrappers: one line each, generated per arity. */
+#define BINARY(name, OPN)                                                                     \
+    lt_tensor *lt_##name(lt_tensor *a, lt_tensor *b) {                                        \
+        lt_tensor *in[2] = {a, b};                                                            \
+        return api_elementwise("lt_" #name, LT_OP_##OPN, 2, in, 0, NULL, NULL);               \
+    }
+#define BINARY_(name, OPN)                                                                    \
+    lt_tensor *lt_##name##_(lt_tensor *a, lt_tensor *b) {                                     \
+        lt_tensor *in[2] = {a, b};                                                            \
+        return api_elementwise("lt_" #name "_", LT_OP_##OPN, 2, in, 0, NULL, a);              \
+    }
+#define UNARY(name, OPN)                                                                      \
+    lt_tensor *lt_##name(lt_tensor *a) { return api_elementwise("lt_" #name, LT_OP_##OPN, 1, &a, 0, NULL, NULL); } \
+    lt_tensor *lt_##name##_(lt_tensor *a) { return api_elementwise("lt_" #name "_", LT_OP_##OPN, 1, &a, 0, NULL, a); }
+#define SCALAR(name, OPN)                                                                     \
+    lt_tensor *lt_##name(lt_tensor *a, double s) {                                            \
+        return api_elementwise("lt_" #name, LT_OP_##OPN, 1, &a, 1, &s, NULL);                 \
+    }                                                                                         \
+    lt_tensor *lt_##name##_(lt_tensor *a, double s) {                                         \
+        return api_elementwise("lt_" #name "_", LT_OP_##OPN, 1, &a, 1, &s, a);                \
+    }
+
+BINARY(add, ADD) BINARY_(add, ADD)
+BINARY(sub, SUB) BINARY_(sub, SUB)
+BINARY(mul, MUL) BINARY_(mul, MUL)
+BINARY(div, DIV) BINARY_(div, DIV)
+BINARY(maximum, MAXIMUM) BINARY_(maximum, MAXIMUM)
+BINARY(minimum, MINIMUM) BINARY_(minimum, MINIMUM)
+BINARY(pow, POW) BINARY_(pow, POW)
+BINARY(eq, EQ) BINARY(ne, NE) BINARY(lt, LT) BINARY(le, LE) BINARY(gt, GT) BINARY(ge, GE)
+UNARY(neg, NEG) UNARY(exp, EXP) UNARY(log, LOG) UNARY(sqrt, SQRT) UNARY(rsqrt, RSQRT)
+UNARY(abs, ABS) UNARY(relu, RELU) UNARY(tanh, TANH) UNARY(sigmoid, SIGMOID)
+SCALAR(add_scalar, ADD_SCALAR) SCALAR(mul_scalar, MUL_SCALAR) SCALAR(pow_scalar, POW_SCALAR)
+
+lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi) {
+    double s[2] = {lo, hi};
+    return api_elementwise("lt_clamp", LT_OP_CLAMP, 1, &a, 2, s, NULL);
+}
+lt_tensor *lt_clamp_(lt_tensor *a, double lo, double hi) {
+    double s[2] = {lo, hi};
+    return api_elementwise("lt_clamp_", LT_OP_CLAMP, 1, &a, 2, s, a);
+}
+
+lt_tensor *lt_lerp(lt_tensor *a, lt_tensor *b, double weight) {
+    lt_tensor *in[2] = {a, b};
+    return api_elementwise("lt_lerp", LT_OP_LERP, 2, in, 1, &weight, NULL);
+}
+lt_tensor *lt_lerp_(lt_tensor *a, lt_tensor *b, double weight) {
+    lt_tensor *in[2] = {a, b};
+    return api_elementwise("lt_lerp_", LT_OP_LERP, 2, in, 1, &weight, a);
+}
+
+lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
+    lt_tensor *in[3] = {cond, a, b};
+    return api_elementwise("lt_where", LT_OP_WHERE, 3, in, 0, NULL, NULL);
+}
+
+#define TERNARY(name, OPN)                                                                    \
+    lt_tensor *lt_##name(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value) {          \
+        lt_tensor *in[3] = {a, t1, t2};                                                       \
+        return api_elementwise("lt_" #name, LT_OP_##OPN, 3, in, 1, &value, NULL);             \
+    }                                                                                         \
+    lt_tensor *lt_##name##_(lt_tensor *a, lt_tensor *t1, lt_tensor *t2, double value) {       \
+        lt_tensor *in[3] = {a, t1, t2};                                                       \
+        return api_elementwise("lt_" #name "_", LT_OP_##OPN, 3, in, 1, &value, a);            \
+    }
+TERNARY(addcmul, ADDCMUL)
+TERNARY(addcdiv, ADDCDIV)
+
+lt_tensor *lt_to_dtype(lt_tensor *a, lt_dtype dtype) {
+    if (!dtype_valid((int)dtype)) return err_set(LT_ERR_DTYPE, "lt_to_dtype: argument 'dtype' is invalid (%d)", (int)dtype);
+    API_ENTER();
+    if (api_check("lt_to_dtype", "a", a)) return NULL;
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    ir_node *n = ir_new(LT_OP_CAST, dtype, a->ndim, a->shape, 1, &v, 0, NULL, 0, NULL);
+    lt_tensor *t = n ? func_new(n) : NULL;
+    API_LEAVE("lt_to_dtype", t);
+    return t;
+}
+
+/* copy_: src broadcasts to dst's shape and casts to its dtype. Equal shape
+ * and dtype rebind dst to src's value: no node at all. */
+lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
+    API_ENTER();
+    if (api_check("lt_copy_", "dst", dst) || api_check("lt_copy_", "src", src)) return NULL;
+    int64_t shape[LT_MAX_DIMS];
+    int nd = shape_broadcast(dst->ndim, dst->shape, src->ndim, src->shape, shape);
+    if (nd != dst->ndim || memcmp(shape, dst->shape, (size_t)nd * 8))
+        return err_set(LT_ERR_SHAPE, "lt_copy_: argument 'src' of shape %s does not broadcast to 'dst' shape %s",
+                       SHAPE_STR(src->ndim, src->shape), SHAPE_STR(dst->ndim, dst->shape));
+    if (dst->overlaps)
+        return err_set(LT_ERR_ARG, "lt_copy_: argument 'dst' is an expanded view: more than one element refers to a single memory location");
+    ir_node *v = func_value(src);
+    if (!v) return NULL;
+    if (v->dtype != dst->dtype || v->ndim != dst->ndim || memcmp(v->shape, dst->shape, (size_t)nd * 8)) {
+        v = ir_new(LT_OP_CAST, (lt_dtype)dst->dtype, dst->ndim, dst->shape, 1, &v, 0, NULL, 0, NULL);
+        if (!v) return NULL;
+    }
+    if (func_assign(dst, v)) return NULL;
+    API_LEAVE("lt_copy_", dst);
+    return dst;
+}
+
+lt_tensor *lt_fill_(lt_tensor *a, double value) {
+    API_ENTER();
+    if (api_check("lt_fill_", "a", a)) return NULL;
+    if (a->overlaps)
+        return err_set(LT_ERR_ARG, "lt_fill_: argument 'a' is an expanded view: more than one element refers to a single memory location");
+    ir_node *n = ir_new(LT_OP_FILL, (lt_dtype)a->dtype, a->ndim, a->shape, 0, NULL, 0, NULL, 1, &value);
+    if (!n || func_assign(a, n)) return NULL;
+    API_LEAVE("lt_fill_", a);
+    return a;
+}
+
+lt_tensor *lt_zero_(lt_tensor *a) { return lt_fill_(a, 0.0); }

@@ -1,0 +1,112 @@
+/* Reductions and softmax: shape rules and dtype rules. */
+#include "api.h"
+
+static lt_tensor *finish(const char *fn, ir_node *n) {
+    (void)fn;
+    return n ? func_new(n) : NULL;
+}
+
+/* Output shape of reducing `mask` (bits = dims) with or without keepdim. */
+static int reduced_shape(const lt_tensor *a, uint64_t mask, bool keepdim, int64_t *out) {
+    int nd = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if ((mask >> d) & 1) {
+            if (keepdim) out[nd++] = 1;
+        } else {
+            out[nd++] = a->shape[d];
+        }
+    }
+    return nd;
+}
+
+static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+    API_ENTER();
+    if (api_check(fn, "a", a)) return NULL;
+    if (naxes < 0 || naxes > LT_MAX_DIMS || (naxes && !axes))
+        return err_set(LT_ERR_ARG, "%s: argument 'naxes' is %d (axes %s)", fn, naxes, axes ? "given" : "NULL");
+    uint64_t mask = 0;
+    if (naxes == 0) {
+        mask = a->ndim ? (1ull << a->ndim) - 1 : 0;
+    } else {
+        for (int i = 0; i < naxes; i++) {
+            int d = dim_wrap(axes[i], a->ndim);
+            if (d < 0)
+                return err_set(LT_ERR_ARG, "%s: argument 'axes[%d]' = %d is out of range for a %d-d tensor", fn, i,
+                               axes[i], a->ndim);
+            if (a->ndim == 0) continue; /* dim 0 / -1 of a 0-d tensor is the tensor */
+            if ((mask >> d) & 1) return err_set(LT_ERR_ARG, "%s: argument 'axes' names dim %d twice", fn, d);
+            mask |= 1ull << d;
+        }
+    }
+    lt_dtype dt = (lt_dtype)a->dtype;
+    lt_dtype od = dt;
+    if (op == LT_OP_SUM && !dtype_is_float(dt)) od = LT_I64;
+    if (op == LT_OP_MEAN && !dtype_is_float(dt))
+        return err_set(LT_ERR_DTYPE, "%s: argument 'a' must be a floating dtype, got %s", fn, dtype_name(dt));
+    if (op == LT_OP_MAX || op == LT_OP_MIN)
+        for (int d = 0; d < a->ndim; d++)
+            if (((mask >> d) & 1) && a->shape[d] == 0)
+                return err_set(LT_ERR_SHAPE, "%s: reduction over dim %d of size 0 has no identity (shape %s)", fn, d,
+                               SHAPE_STR(a->ndim, a->shape));
+    int64_t shape[LT_MAX_DIMS];
+    int nd = reduced_shape(a, mask, keepdim, shape);
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[2] = {(int64_t)mask, keepdim};
+    lt_tensor *t = finish(fn, ir_new(op, od, nd, shape, 1, &v, 2, ia, 0, NULL));
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_sum(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+    return reduce("lt_sum", LT_OP_SUM, a, naxes, axes, keepdim);
+}
+lt_tensor *lt_mean(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+    return reduce("lt_mean", LT_OP_MEAN, a, naxes, axes, keepdim);
+}
+lt_tensor *lt_max(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+    return reduce("lt_max", LT_OP_MAX, a, naxes, axes, keepdim);
+}
+lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+    return reduce("lt_min", LT_OP_MIN, a, naxes, axes, keepdim);
+}
+
+static lt_tensor *argreduce(const char *fn, int op, lt_tensor *a, int dim, bool keepdim) {
+    API_ENTER();
+    if (api_check(fn, "a", a)) return NULL;
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0) return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
+    if (a->ndim && a->shape[d] == 0)
+        return err_set(LT_ERR_SHAPE, "%s: dim %d of shape %s is empty", fn, d, SHAPE_STR(a->ndim, a->shape));
+    if (a->dtype == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: argument 'a' must not be bool", fn);
+    int64_t shape[LT_MAX_DIMS];
+    int nd = reduced_shape(a, a->ndim ? 1ull << d : 0, keepdim, shape);
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[2] = {a->ndim ? d : 0, keepdim};
+    lt_tensor *t = finish(fn, ir_new(op, LT_I64, nd, shape, 1, &v, 2, ia, 0, NULL));
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_argmax(lt_tensor *a, int dim, bool keepdim) { return argreduce("lt_argmax", LT_OP_ARGMAX, a, dim, keepdim); }
+lt_tensor *lt_argmin(lt_tensor *a, int dim, bool keepdim) { return argreduce("lt_argmin", LT_OP_ARGMIN, a, dim, keepdim); }
+
+static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
+    API_ENTER();
+    if (api_check(fn, "a", a)) return NULL;
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0) return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
+    if (!dtype_is_float((lt_dtype)a->dtype))
+        return err_set(LT_ERR_DTYPE, "%s: argument 'a' must be a floating dtype, got %s", fn,
+                       dtype_name((lt_dtype)a->dtype));
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[1] = {a->ndim ? d : 0};
+    lt_tensor *t = finish(fn, ir_new(op, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL));
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_softmax(lt_tensor *a, int dim) { return softmax("lt_softmax", LT_OP_SOFTMAX, a, dim); }
+lt_tensor *lt_log_softmax(lt_tensor *a, int dim) { return softmax("lt_log_softmax", LT_OP_LOG_SOFTMAX, a, dim); }

@@ -1,0 +1,92 @@
+/* matmul, cat, clone/contiguous. */
+#include "api.h"
+
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
+    API_ENTER();
+    if (api_check("lt_matmul", "a", a) || api_check("lt_matmul", "b", b)) return NULL;
+    if (a->ndim == 0 || b->ndim == 0)
+        return err_set(LT_ERR_SHAPE, "lt_matmul: both arguments need at least 1 dim, got 'a' %s and 'b' %s",
+                       SHAPE_STR(a->ndim, a->shape), SHAPE_STR(b->ndim, b->shape));
+    if (a->dtype != b->dtype || a->dtype == LT_BOOL)
+        return err_set(LT_ERR_DTYPE, "lt_matmul: arguments 'a' (%s) and 'b' (%s) must share one non-bool dtype",
+                       dtype_name((lt_dtype)a->dtype), dtype_name((lt_dtype)b->dtype));
+    int64_t k = a->shape[a->ndim - 1], kb = b->shape[b->ndim >= 2 ? b->ndim - 2 : 0];
+    if (k != kb)
+        return err_set(LT_ERR_SHAPE, "lt_matmul: 'a' %s and 'b' %s cannot be multiplied (%lld != %lld)",
+                       SHAPE_STR(a->ndim, a->shape), SHAPE_STR(b->ndim, b->shape), (long long)k, (long long)kb);
+    int abat = a->ndim > 2 ? a->ndim - 2 : 0, bbat = b->ndim > 2 ? b->ndim - 2 : 0;
+    int64_t shape[LT_MAX_DIMS + 1];
+    int nd = shape_broadcast(abat, a->shape, bbat, b->shape, shape);
+    if (nd < 0)
+        return err_set(LT_ERR_SHAPE, "lt_matmul: batch dims of 'a' %s and 'b' %s do not broadcast",
+                       SHAPE_STR(a->ndim, a->shape), SHAPE_STR(b->ndim, b->shape));
+    if (a->ndim >= 2) shape[nd++] = a->shape[a->ndim - 2];
+    if (b->ndim >= 2) shape[nd++] = b->shape[b->ndim - 1];
+    if (nd > LT_MAX_DIMS) return err_set(LT_ERR_SHAPE, "lt_matmul: result has more than %d dims", LT_MAX_DIMS);
+    ir_node *v[2] = {func_value(a), func_value(b)};
+    if (!v[0] || !v[1]) return NULL;
+    ir_node *n = ir_new(LT_OP_MATMUL, (lt_dtype)a->dtype, nd, shape, 2, v, 0, NULL, 0, NULL);
+    lt_tensor *t = n ? func_new(n) : NULL;
+    API_LEAVE("lt_matmul", t);
+    return t;
+}
+
+lt_tensor *lt_cat(int n, lt_tensor *const *ts, int dim) {
+    API_ENTER();
+    if (n <= 0 || !ts) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (needs at least one tensor)", n);
+    if (n > 65535) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (at most 65535)", n);
+    for (int i = 0; i < n; i++)
+        if (api_check("lt_cat", "tensors[i]", ts[i])) return NULL;
+    const lt_tensor *a = ts[0];
+    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_cat: zero-dimensional tensor 'tensors[0]' cannot be concatenated");
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0) return err_set(LT_ERR_ARG, "lt_cat: argument 'dim' = %d is out of range for %d-d tensors", dim, a->ndim);
+    int64_t shape[LT_MAX_DIMS];
+    memcpy(shape, a->shape, (size_t)a->ndim * 8);
+    shape[d] = 0;
+    lt_dtype dt = (lt_dtype)a->dtype;
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *b = ts[i];
+        int ok = b->ndim == a->ndim;
+        for (int k = 0; ok && k < a->ndim; k++) ok = k == d || b->shape[k] == a->shape[k];
+        if (!ok)
+            return err_set(LT_ERR_SHAPE, "lt_cat: 'tensors[%d]' %s does not match 'tensors[0]' %s outside dim %d", i,
+                           SHAPE_STR(b->ndim, b->shape), SHAPE_STR(a->ndim, a->shape), d);
+        shape[d] += b->shape[d];
+        dt = dtype_promote(dt, (lt_dtype)b->dtype);
+    }
+    ir_node **v = core_malloc((size_t)n * sizeof *v);
+    if (!v) return NULL;
+    for (int i = 0; i < n; i++)
+        if (!(v[i] = func_value(ts[i]))) {
+            core_free(v);
+            return NULL;
+        }
+    int64_t ia[1] = {d};
+    ir_node *node = ir_new(LT_OP_CAT, dt, a->ndim, shape, n, v, 1, ia, 0, NULL);
+    core_free(v);
+    lt_tensor *t = node ? func_new(node) : NULL;
+    API_LEAVE("lt_cat", t);
+    return t;
+}
+
+/* A copy is a new storage holding a's value: values are immutable, so no
+ * node is needed; a materialized value shares its buffer. */
+static lt_tensor *copy_of(const char *fn, lt_tensor *a) {
+    API_ENTER();
+    if (api_check(fn, "a", a)) return NULL;
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    lt_tensor *t;
+    if (v->op == LT_OP_DATA) {
+        buffer_retain(v->buf);
+        t = func_new_data(v->buf, (lt_dtype)a->dtype, a->ndim, a->shape);
+    } else {
+        t = func_new(v);
+    }
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_clone(lt_tensor *a) { return copy_of("lt_clone", a); }
+lt_tensor *lt_contiguous(lt_tensor *a) { return copy_of("lt_contiguous", a); }

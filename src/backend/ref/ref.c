@@ -1,0 +1,108 @@
+/* Reference executor: node by node, a fresh buffer per value, released after
+ * its last use. */
+#include "ref.h"
+
+typedef struct ref_exe {
+    const exec_graph *g;
+    int32_t *last_use; /* index of the last node reading each value; n for roots */
+} ref_exe;
+
+static int ref_supports(int op) {
+    (void)op;
+    return 1;
+}
+
+static void *ref_compile(const exec_graph *g) {
+    ref_exe *e = core_malloc(sizeof *e);
+    if (!e) return NULL;
+    e->g = g;
+    e->last_use = core_malloc((size_t)(g->n ? g->n : 1) * sizeof *e->last_use);
+    if (!e->last_use) {
+        core_free(e);
+        return NULL;
+    }
+    for (int k = 0; k < g->n; k++) {
+        e->last_use[k] = k;
+        for (int i = 0; i < g->nodes[k].nin; i++) e->last_use[g->nodes[k].in[i]] = k;
+    }
+    for (int r = 0; r < g->nroots; r++) e->last_use[g->roots[r]] = g->n;
+    return e;
+}
+
+static void ref_free(void *p) {
+    ref_exe *e = p;
+    if (!e) return;
+    core_free(e->last_use);
+    core_free(e);
+}
+
+static void run_node(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+    switch ((enum lt_op)y->op) {
+    case LT_OP_DATA: case LT_OP_COUNT: LT_ASSERT(0 && "not a kernel"); break;
+    case LT_OP_FILL: ref_fill(y, sc, out); break;
+    case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_DIV: case LT_OP_MAXIMUM: case LT_OP_MINIMUM:
+    case LT_OP_POW: case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
+    case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP: case LT_OP_NEG:
+    case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS: case LT_OP_RELU:
+    case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+        ref_elementwise(y, in, sc, out);
+        break;
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_ARGMAX: case LT_OP_ARGMIN:
+        ref_reduce(y, in, out);
+        break;
+    case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: ref_softmax(y, in, out); break;
+    case LT_OP_MATMUL: ref_matmul(y, in, out); break;
+    case LT_OP_CAT: ref_cat(y, in, out); break;
+    case LT_OP_AS_STRIDED: ref_as_strided(y, in, out); break;
+    case LT_OP_AS_STRIDED_SCATTER: ref_as_strided_scatter(y, in, out); break;
+    }
+}
+
+static int ref_run(void *p, lt_buffer *const *inputs, const double *scalars, lt_buffer **outputs) {
+    ref_exe *e = p;
+    const exec_graph *g = e->g;
+    lt_buffer **val = core_calloc((size_t)(g->n ? g->n : 1), sizeof *val);
+    ref_arg *args = NULL;
+    int maxin = 1;
+    for (int k = 0; k < g->n; k++)
+        if (g->nodes[k].nin > maxin) maxin = g->nodes[k].nin;
+    if (val) args = core_malloc((size_t)maxin * sizeof *args);
+    int rc = -1;
+    if (!val || !args) goto done;
+    for (int k = 0; k < g->n; k++) {
+        const gnode *y = &g->nodes[k];
+        if (y->op == LT_OP_DATA) {
+            val[k] = inputs[y->param];
+            buffer_retain(val[k]);
+            continue;
+        }
+        val[k] = buffer_new((size_t)y->numel * dtype_size((lt_dtype)y->dtype));
+        if (!val[k]) goto done;
+        for (int i = 0; i < y->nin; i++) {
+            const gnode *x = &g->nodes[y->in[i]];
+            args[i] = (ref_arg){val[y->in[i]]->data, (lt_dtype)x->dtype, x->ndim, x->shape, x->numel};
+        }
+        double sc[IR_MAX_SCALARS];
+        for (int i = 0; i < IR_MAX_SCALARS; i++) sc[i] = y->sc_slot[i] >= 0 ? scalars[y->sc_slot[i]] : y->sc[i];
+        run_node(y, args, sc, val[k]->data);
+        for (int i = 0; i < y->nin; i++)
+            if (e->last_use[y->in[i]] == k) {
+                buffer_release(val[y->in[i]]);
+                val[y->in[i]] = NULL;
+            }
+    }
+    for (int r = 0; r < g->nroots; r++) {
+        outputs[r] = val[g->roots[r]];
+        buffer_retain(outputs[r]);
+    }
+    rc = 0;
+done:
+    if (val)
+        for (int k = 0; k < g->n; k++) buffer_release(val[k]);
+    core_free(val);
+    core_free(args);
+    return rc;
+}
+
+const backend g_backend_ref = {"ref", ref_supports, ref_compile, ref_run, ref_free};

@@ -1,0 +1,83 @@
+/* The reference backend: a naive, obviously correct kernel for every op,
+ * run one node at a time (DESIGN 2.10). Every faster path is tested
+ * against it. */
+#ifndef LT_REF_H
+#define LT_REF_H
+
+#include "../../exec/exec.h"
+
+#include <math.h>
+
+typedef struct ref_arg {
+    const void *data;
+    lt_dtype dtype;
+    int ndim;
+    const int64_t *shape;
+    int64_t numel;
+} ref_arg;
+
+/* Element access with conversion; integer stores of out-of-range floats
+ * saturate (NaN gives 0) instead of being undefined behaviour. */
+static inline double ld_f(const void *p, lt_dtype d, int64_t i) {
+    switch (d) {
+    case LT_F32: return ((const float *)p)[i];
+    case LT_F64: return ((const double *)p)[i];
+    case LT_I32: return ((const int32_t *)p)[i];
+    case LT_I64: return (double)((const int64_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i];
+    }
+    return 0;
+}
+static inline int64_t ld_i(const void *p, lt_dtype d, int64_t i) {
+    switch (d) {
+    case LT_F32: case LT_F64: {
+        double v = ld_f(p, d, i);
+        if (v != v) return 0;
+        if (v >= 9.2233720368547758e18) return INT64_MAX;
+        if (v <= -9.2233720368547758e18) return INT64_MIN;
+        return (int64_t)v;
+    }
+    case LT_I32: return ((const int32_t *)p)[i];
+    case LT_I64: return ((const int64_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i];
+    }
+    return 0;
+}
+static inline void st_i(void *p, lt_dtype d, int64_t i, int64_t v) {
+    switch (d) {
+    case LT_F32: ((float *)p)[i] = (float)v; break;
+    case LT_F64: ((double *)p)[i] = (double)v; break;
+    case LT_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case LT_I64: ((int64_t *)p)[i] = v; break;
+    case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    }
+}
+static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
+    switch (d) {
+    case LT_F32: ((float *)p)[i] = (float)v; break;
+    case LT_F64: ((double *)p)[i] = v; break;
+    case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case LT_I32: case LT_I64: {
+        int64_t x = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+        st_i(p, d, i, x);
+        break;
+    }
+    }
+}
+/* Copies element i of (src, sd) to element j of (dst, dd), converting. */
+static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, lt_dtype sd, int64_t i) {
+    if (dtype_is_float(sd)) st_f(dst, dd, j, ld_f(src, sd, i));
+    else st_i(dst, dd, j, ld_i(src, sd, i));
+}
+
+/* Kernels. `sc` holds the node's scalars with runtime values resolved. */
+void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_reduce(const gnode *y, const ref_arg *in, void *out);
+void ref_softmax(const gnode *y, const ref_arg *in, void *out);
+void ref_matmul(const gnode *y, const ref_arg *in, void *out);
+void ref_cat(const gnode *y, const ref_arg *in, void *out);
+void ref_as_strided(const gnode *y, const ref_arg *in, void *out);
+void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out);
+void ref_fill(const gnode *y, const double *sc, void *out);
+
+#endif

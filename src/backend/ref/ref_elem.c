@@ -1,0 +1,133 @@
+/* Reference elementwise kernels: broadcasting by an N-d index counter, the
+ * math in double (float dtypes) or int64 (integer and bool dtypes). */
+#include "ref.h"
+
+static double f_apply(int op, const double *x, const double *s) {
+    double a = x[0], b = x[1];
+    switch (op) { /* elementwise ops only, hence the default */
+    case LT_OP_ADD: return a + b;
+    case LT_OP_SUB: return a - b;
+    case LT_OP_MUL: return a * b;
+    case LT_OP_DIV: return a / b;
+    case LT_OP_MAXIMUM: return (a != a || b != b) ? NAN : (a > b ? a : b);
+    case LT_OP_MINIMUM: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    case LT_OP_POW: return pow(a, b);
+    case LT_OP_EQ: return a == b;
+    case LT_OP_NE: return a != b;
+    case LT_OP_LT: return a < b;
+    case LT_OP_LE: return a <= b;
+    case LT_OP_GT: return a > b;
+    case LT_OP_GE: return a >= b;
+    case LT_OP_ADD_SCALAR: return a + s[0];
+    case LT_OP_MUL_SCALAR: return a * s[0];
+    case LT_OP_POW_SCALAR: return pow(a, s[0]);
+    case LT_OP_CLAMP: /* torch.clamp: NaN input stays NaN */
+        if (a != a) return a;
+        if (a < s[0]) a = s[0];
+        if (a > s[1]) a = s[1];
+        return a;
+    case LT_OP_NEG: return -a;
+    case LT_OP_EXP: return exp(a);
+    case LT_OP_LOG: return log(a);
+    case LT_OP_SQRT: return sqrt(a);
+    case LT_OP_RSQRT: return 1.0 / sqrt(a);
+    case LT_OP_ABS: return fabs(a);
+    case LT_OP_RELU: return a > 0 || a != a ? a : 0.0;
+    case LT_OP_TANH: return tanh(a);
+    case LT_OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
+    case LT_OP_CAST: return a;
+    case LT_OP_LERP: /* PyTorch's two-sided formula */
+        return fabs(s[0]) < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
+    case LT_OP_WHERE: return x[0] != 0 ? x[1] : x[2];
+    case LT_OP_ADDCMUL: return a + s[0] * b * x[2];
+    case LT_OP_ADDCDIV: return a + s[0] * (b / x[2]);
+    default: /* not elementwise: the dispatch in ref.c never sends it here */
+        break;
+    }
+    LT_ASSERT(0 && "not elementwise");
+    return 0;
+}
+
+static int64_t ipow(int64_t b, int64_t e) {
+    if (e < 0) return b == 1 ? 1 : b == -1 ? (e & 1 ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)b;
+    while (e) {
+        if (e & 1) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* Integer math wraps like two's complement (unsigned arithmetic), as PyTorch's does in practice. */
+static int64_t i_apply(int op, const int64_t *x) {
+    int64_t a = x[0], b = x[1];
+    switch (op) { /* elementwise ops only, hence the default */
+    case LT_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case LT_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case LT_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case LT_OP_MAXIMUM: return a > b ? a : b;
+    case LT_OP_MINIMUM: return a < b ? a : b;
+    case LT_OP_POW: return ipow(a, b);
+    case LT_OP_EQ: return a == b;
+    case LT_OP_NE: return a != b;
+    case LT_OP_LT: return a < b;
+    case LT_OP_LE: return a <= b;
+    case LT_OP_GT: return a > b;
+    case LT_OP_GE: return a >= b;
+    case LT_OP_NEG: return (int64_t)(0 - (uint64_t)a);
+    case LT_OP_ABS: return a < 0 ? (int64_t)(0 - (uint64_t)a) : a;
+    case LT_OP_RELU: return a > 0 ? a : 0;
+    case LT_OP_CAST: return a;
+    case LT_OP_WHERE: return x[0] ? x[1] : x[2];
+    default: /* float-only ops never take the integer path */
+        break;
+    }
+    LT_ASSERT(0 && "no integer form");
+    return 0;
+}
+
+void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+    int nd = y->ndim, nin = y->nin;
+    lt_dtype dts[3];
+    int64_t bstride[3][LT_MAX_DIMS]; /* input strides aligned to the output, 0 where broadcast */
+    for (int j = 0; j < nin; j++) {
+        dts[j] = in[j].dtype;
+        int64_t st = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            int jd = d - (nd - in[j].ndim);
+            if (jd < 0 || in[j].shape[jd] == 1) {
+                bstride[j][d] = 0;
+            } else {
+                bstride[j][d] = st;
+            }
+            if (jd >= 0) st *= in[j].shape[jd];
+        }
+    }
+    lt_dtype cd = ir_compute_dtype(y->op, nin, dts);
+    if (y->op == LT_OP_WHERE) dts[0] = LT_BOOL;
+    int fl = dtype_is_float(cd);
+    int64_t idx[LT_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
+    for (int64_t i = 0; i < y->numel; i++) {
+        if (fl) {
+            double x[3] = {0, 0, 0};
+            for (int j = 0; j < nin; j++) x[j] = ld_f(in[j].data, in[j].dtype, off[j]);
+            st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc));
+        } else {
+            int64_t x[3] = {0, 0, 0};
+            for (int j = 0; j < nin; j++) x[j] = ld_i(in[j].data, in[j].dtype, off[j]);
+            st_i(out, (lt_dtype)y->dtype, i, i_apply(y->op, x));
+        }
+        for (int d = nd - 1; d >= 0; d--) { /* advance the counter */
+            idx[d]++;
+            for (int j = 0; j < nin; j++) off[j] += bstride[j][d];
+            if (idx[d] < y->shape[d]) break;
+            for (int j = 0; j < nin; j++) off[j] -= bstride[j][d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+void ref_fill(const gnode *y, const double *sc, void *out) {
+    for (int64_t i = 0; i < y->numel; i++) st_f(out, (lt_dtype)y->dtype, i, sc[0]);
+}

@@ -1,0 +1,49 @@
+/* The one allocation hook for host memory. A test build can make the k-th
+ * allocation fail, to prove every path returns a clean error. */
+#include "core.h"
+
+static int64_t fail_at;   /* 0: never; else fail when count reaches it */
+static int64_t count;
+
+void core_alloc_fail_at(int64_t k) { fail_at = k > 0 ? count + k : 0; }
+int64_t core_alloc_count(void) { return count; }
+
+static int should_fail(size_t n) {
+    count++;
+    if (LT_UNLIKELY(fail_at && count == fail_at)) {
+        err_set(LT_ERR_OOM, "out of memory: allocation of %zu bytes failed (injected)", n);
+        return 1;
+    }
+    return 0;
+}
+
+void *core_malloc(size_t n) {
+    if (should_fail(n)) return NULL;
+    void *p = malloc(n ? n : 1);
+    if (!p) err_set(LT_ERR_OOM, "out of memory: allocation of %zu bytes failed", n);
+    return p;
+}
+
+void *core_calloc(size_t n, size_t size) {
+    if (should_fail(n * size)) return NULL;
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) err_set(LT_ERR_OOM, "out of memory: allocation of %zu x %zu bytes failed", n, size);
+    return p;
+}
+
+void *core_realloc(void *old, size_t n) {
+    if (should_fail(n)) return NULL;
+    void *p = realloc(old, n ? n : 1);
+    if (!p) err_set(LT_ERR_OOM, "out of memory: reallocation to %zu bytes failed", n);
+    return p;
+}
+
+void *core_aligned_alloc(size_t n) {
+    if (should_fail(n)) return NULL;
+    size_t r = (n + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, r ? r : 64);
+    if (!p) err_set(LT_ERR_OOM, "out of memory: buffer of %zu bytes could not be allocated", n);
+    return p;
+}
+
+void core_free(void *p) { free(p); }

@@ -1,0 +1,136 @@
+/* core: errors, the allocation hook, the arena, hashing, dtypes, shapes and
+ * the environment configuration. Everything above depends on this; it
+ * depends on nothing but the public header's types. */
+#ifndef LT_CORE_H
+#define LT_CORE_H
+
+#include "lazytensor.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Internal invariant: aborts with file and line. User input never reaches it. */
+#define LT_ASSERT(c)                                                            \
+    do {                                                                        \
+        if (LT_UNLIKELY(!(c))) core_panic(__FILE__, __LINE__, #c);              \
+    } while (0)
+_Noreturn void core_panic(const char *file, int line, const char *what);
+
+/* ---- errors (error.c) ---- */
+/* Sets the thread-local error unless one is already set (the first error
+ * wins, so a chain of calls reports its first failure). Returns NULL so
+ * callers can `return err_set(...)`. */
+void *err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int err_code(void);
+
+/* ---- allocation hook (alloc.c) ---- */
+/* All host memory goes through these. The test build can make the k-th
+ * allocation fail (core_alloc_fail_at). They set LT_ERR_OOM on failure. */
+void *core_malloc(size_t n);
+void *core_calloc(size_t n, size_t size);
+void *core_realloc(void *p, size_t n);
+void *core_aligned_alloc(size_t n); /* 64-byte aligned; free with core_free */
+void core_free(void *p);
+void core_alloc_fail_at(int64_t k); /* 0 disables; k-th call from now fails */
+int64_t core_alloc_count(void);     /* allocations since start (for sweeps) */
+
+/* ---- arena (arena.c) ---- */
+/* Bump allocator for IR nodes. Reset as a whole when no pending value refers
+ * to it; `epoch` changes at each reset so caches of node pointers can tell
+ * they are stale. */
+typedef struct arena_chunk arena_chunk;
+typedef struct arena {
+    arena_chunk *head;
+    char *cur, *end;
+    size_t bytes;     /* bytes handed out since the last reset */
+    uint64_t nodes;   /* nodes allocated since the last reset */
+    uint32_t epoch;
+} arena;
+extern arena g_arena;
+void *arena_alloc_slow(size_t n);
+static inline void *arena_alloc(size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (LT_LIKELY((size_t)(g_arena.end - g_arena.cur) >= n)) {
+        void *p = g_arena.cur;
+        g_arena.cur += n;
+        g_arena.bytes += n;
+        return p;
+    }
+    return arena_alloc_slow(n);
+}
+void arena_reset(void);
+void arena_release(void); /* frees all chunks (at exit) */
+
+/* ---- hashing (hash.c inline) ---- */
+static inline uint64_t hash_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* ---- dtypes (dtype.c) ---- */
+static inline size_t dtype_size(lt_dtype d) {
+    static const size_t sz[] = {4, 8, 4, 8, 1};
+    return sz[d];
+}
+static inline int dtype_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64; }
+static inline int dtype_valid(int d) { return d >= LT_F32 && d <= LT_BOOL; }
+lt_dtype dtype_promote(lt_dtype a, lt_dtype b);    /* PyTorch's result_type for tensors */
+lt_dtype dtype_with_scalar(lt_dtype a);            /* tensor op Python float */
+int dtype_can_cast(lt_dtype from, lt_dtype to);    /* PyTorch's canCast */
+const char *dtype_name(lt_dtype d);
+
+/* ---- shapes (shape.c) ---- */
+/* Formats a shape as "[2, 3]" into buf (for messages). */
+const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+#define SHAPE_STR(ndim, shape) shape_str((char[96]){0}, 96, (ndim), (shape))
+/* numel with overflow and negative checks; -1 and an error on failure. */
+int64_t shape_numel_checked(const char *fn, int ndim, const int64_t *shape);
+static inline int64_t shape_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+/* Broadcast two shapes; returns ndim of the result or -1 (no error set). */
+int shape_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out);
+void shape_contig_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* Wraps a possibly negative dim; -1 if out of range (no error set). */
+static inline int dim_wrap(int dim, int ndim) {
+    int n = ndim > 0 ? ndim : 1;
+    if (dim < -n || dim >= n) return -1;
+    return dim < 0 ? dim + n : dim;
+}
+
+/* ---- configuration (config.c): environment read once at init ---- */
+typedef struct core_config {
+    int eager;                /* LT_EAGER */
+    int64_t max_pending;      /* LT_MAX_PENDING_NODES */
+    int cache_size;           /* LT_CACHE_SIZE */
+    int dispatch_trace;       /* LT_DISPATCH_TRACE */
+    int metrics_at_exit;      /* LT_METRICS */
+    int backend;              /* LT_BACKEND: 0 = cpu, 1 = ref */
+    int num_threads;          /* LT_NUM_THREADS (0 = all) */
+    const char *dump_ir_dir;  /* LT_DUMP_IR */
+    const char *trace_file;   /* LT_TRACE_FILE */
+    int trace_kernels;        /* LT_TRACE_KERNELS */
+} core_config;
+extern core_config g_config;
+extern int g_initialized;
+void core_init_slow(void);
+static inline void core_init(void) {
+    if (LT_UNLIKELY(!g_initialized)) core_init_slow();
+}
+
+/* ---- RNG (rng.c): host generator behind lt_manual_seed ---- */
+uint64_t rng_next(void);
+double rng_uniform(void); /* [0, 1) */
+double rng_normal(void);
+
+#endif

@@ -1,0 +1,92 @@
+/* func: tensor handles, storages, views and functionalization (DESIGN 5).
+ *
+ * A storage is the base of a family of aliases: its current value is either
+ * a pending IR node or a materialized buffer, plus a generation counter that
+ * every mutation bumps. A handle is what the user holds: a storage plus a
+ * strided geometry (shape, strides, offset) relative to the storage's
+ * contiguous layout. Every view is expressed as that one geometry, so
+ * reading an alias is ONE AS_STRIDED node and writing through it is one op
+ * plus ONE AS_STRIDED_SCATTER node, however deep the chain of views that
+ * made it: O(1), flat in the number of earlier mutations. */
+#ifndef LT_FUNC_H
+#define LT_FUNC_H
+
+#include "../ir/ir.h"
+
+typedef struct storage {
+    int32_t refs; /* handles (and internal holders) referencing it */
+    uint8_t dtype;
+    uint8_t ndim;
+    int64_t numel;
+    int64_t shape[LT_MAX_DIMS];
+    ir_node *node;   /* pending value, or NULL when materialized */
+    lt_buffer *buf;  /* materialized value (meaningful when node == NULL) */
+    ir_node *leaf;   /* cached DATA node for buf, valid in leaf_epoch */
+    uint32_t leaf_epoch;
+    uint64_t gen;    /* bumped by every mutation */
+    struct storage *prev, *next; /* live registry */
+    void *grad_owner; /* autograd hook: the handle that owns grad state, if any */
+} storage;
+
+#define LT_HANDLE_MAGIC 0x1a2e7e45u
+#define LT_HANDLE_DEAD 0xdeadbeefu
+
+struct lt_tensor {
+    uint32_t magic;
+    uint8_t is_view;
+    uint8_t dtype;
+    uint8_t ndim;
+    uint8_t overlaps; /* a view whose elements may share memory: writes error */
+    storage *st;
+    int64_t numel;
+    int64_t offset;
+    int64_t shape[LT_MAX_DIMS];
+    int64_t strides[LT_MAX_DIMS];
+    ir_node *val;      /* cached value of a view */
+    uint64_t val_gen;  /* storage generation of val */
+    uint32_t val_epoch;
+    void *ag;          /* autograd metadata (autograd layer) */
+};
+
+/* Live registry: every live storage, in creation order. */
+extern storage g_live;      /* sentinel of the doubly-linked list */
+extern int64_t g_pending;   /* storages with a pending node */
+
+/* A new plain tensor whose value is `v`. NULL (error set) on failure. */
+lt_tensor *func_new(ir_node *v);
+/* A new plain tensor holding `buf` (takes the reference). */
+lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape);
+/* A new alias of t's storage with the given geometry. */
+lt_tensor *func_new_view(lt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                         int64_t offset);
+void func_free(lt_tensor *t);
+
+ir_node *storage_value_slow(storage *s);
+static inline ir_node *storage_value(storage *s) {
+    if (s->node) return s->node;
+    if (LT_LIKELY(s->leaf && s->leaf_epoch == g_arena.epoch)) return s->leaf;
+    return storage_value_slow(s);
+}
+
+ir_node *func_view_value(lt_tensor *t);
+/* The current value of a handle as an IR node (NULL + error on failure). */
+static inline ir_node *func_value(lt_tensor *t) {
+    if (LT_LIKELY(!t->is_view)) return storage_value(t->st);
+    return func_view_value(t);
+}
+
+/* Mutation: t's new value is v (same shape and dtype as t). */
+int func_assign(lt_tensor *t, ir_node *v);
+
+/* Sync rebinding: storage s now holds buf (takes a reference). */
+void func_materialize(storage *s, lt_buffer *buf);
+
+/* View geometry (view.c). All return 0 or -1 with an error naming `fn`. */
+int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides);
+/* PyTorch's computeStride: strides for viewing (shape, strides) as newshape;
+ * returns 0 if not expressible as a view. */
+int geom_view_strides(int ndim, const int64_t *shape, const int64_t *strides, int nnew,
+                      const int64_t *newshape, int64_t *newstrides);
+int geom_is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
+
+#endif

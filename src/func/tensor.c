@@ -1,0 +1,220 @@
+/* Handles, storages and the live registry. Handles and storages come from
+ * free lists: creating a tensor on the tracing hot path costs no malloc
+ * after warm-up. */
+#include "func.h"
+
+storage g_live = {.prev = &g_live, .next = &g_live};
+int64_t g_pending;
+
+/* Free lists. Freed handles keep LT_HANDLE_DEAD until reused, so use after
+ * free is detected while the memory has not been handed out again. */
+typedef union pool_item {
+    union pool_item *next;
+    struct lt_tensor t;
+    storage s;
+} pool_item;
+static pool_item *free_items;
+
+static void *pool_get(void) {
+    if (LT_LIKELY(free_items != NULL)) {
+        pool_item *p = free_items;
+        free_items = p->next;
+        return p;
+    }
+    return core_malloc(sizeof(pool_item));
+}
+static void pool_put(void *p) {
+    pool_item *it = p;
+    it->next = free_items;
+    free_items = it;
+}
+
+static storage *storage_new(lt_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
+    storage *s = pool_get();
+    if (!s) return NULL;
+    s->refs = 1;
+    s->dtype = (uint8_t)dtype;
+    s->ndim = (uint8_t)ndim;
+    s->numel = numel;
+    for (int i = 0; i < ndim; i++) s->shape[i] = shape[i];
+    s->node = NULL;
+    s->buf = NULL;
+    s->leaf = NULL;
+    s->leaf_epoch = 0;
+    s->gen = 0;
+    s->grad_owner = NULL;
+    s->next = &g_live;
+    s->prev = g_live.prev;
+    g_live.prev->next = s;
+    g_live.prev = s;
+    return s;
+}
+
+static void storage_release(storage *s) {
+    if (--s->refs > 0) return;
+    if (s->node) g_pending--;
+    buffer_release(s->buf);
+    s->prev->next = s->next;
+    s->next->prev = s->prev;
+    pool_put(s);
+}
+
+static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
+    lt_tensor *t = pool_get();
+    if (!t) return NULL;
+    t->magic = LT_HANDLE_MAGIC;
+    t->is_view = 0;
+    t->overlaps = 0;
+    t->dtype = (uint8_t)dtype;
+    t->ndim = (uint8_t)ndim;
+    t->st = s;
+    t->numel = numel;
+    t->offset = 0;
+    int64_t st = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = st;
+        st *= shape[i] > 1 ? shape[i] : 1;
+    }
+    t->val = NULL;
+    t->ag = NULL;
+    return t;
+}
+
+lt_tensor *func_new(ir_node *v) {
+    storage *s = storage_new((lt_dtype)v->dtype, v->ndim, v->shape, v->numel);
+    if (!s) return NULL;
+    lt_tensor *t = handle_new(s, (lt_dtype)v->dtype, v->ndim, v->shape, v->numel);
+    if (!t) {
+        storage_release(s);
+        return NULL;
+    }
+    s->node = v;
+    g_pending++;
+    return t;
+}
+
+lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape) {
+    int64_t numel = shape_numel(ndim, shape);
+    storage *s = storage_new(dtype, ndim, shape, numel);
+    if (!s) {
+        buffer_release(buf);
+        return NULL;
+    }
+    s->buf = buf;
+    lt_tensor *t = handle_new(s, dtype, ndim, shape, numel);
+    if (!t) storage_release(s);
+    return t;
+}
+
+lt_tensor *func_new_view(lt_tensor *b, int ndim, const int64_t *shape, const int64_t *strides,
+                         int64_t offset) {
+    storage *s = b->st;
+    int64_t numel = shape_numel(ndim, shape);
+    lt_tensor *t = handle_new(s, (lt_dtype)b->dtype, ndim, shape, numel);
+    if (!t) return NULL;
+    s->refs++;
+    for (int i = 0; i < ndim; i++) t->strides[i] = strides[i];
+    t->offset = offset;
+    /* A view with the storage's own geometry is not an alias in effect; we
+     * still mark it a view so that it shares mutations. */
+    t->is_view = 1;
+    t->overlaps = (uint8_t)geom_overlaps(ndim, shape, strides);
+    return t;
+}
+
+void func_free(lt_tensor *t) {
+    storage *s = t->st;
+    t->magic = LT_HANDLE_DEAD;
+    pool_put(t);
+    storage_release(s);
+}
+
+ir_node *storage_value_slow(storage *s) {
+    ir_node *n = ir_data(s->buf, (lt_dtype)s->dtype, s->ndim, s->shape);
+    if (!n) return NULL;
+    s->leaf = n;
+    s->leaf_epoch = g_arena.epoch;
+    return n;
+}
+
+/* Does the view cover its storage exactly, in order? Then its value is the
+ * storage's value reshaped (or the value itself when shapes agree). */
+static int covers_storage(const lt_tensor *t) {
+    return t->offset == 0 && t->numel == t->st->numel && geom_is_contiguous(t->ndim, t->shape, t->strides);
+}
+
+static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
+    if (na != nb) return 0;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
+ir_node *func_view_value(lt_tensor *t) {
+    if (t->val && t->val_gen == t->st->gen && t->val_epoch == g_arena.epoch) return t->val;
+    ir_node *base = storage_value(t->st);
+    if (!base) return NULL;
+    ir_node *v;
+    if (covers_storage(t) && same_shape(t->ndim, t->shape, t->st->ndim, t->st->shape)) {
+        v = base;
+    } else {
+        int64_t ia[LT_MAX_DIMS + 1];
+        for (int i = 0; i < t->ndim; i++) ia[i] = t->strides[i];
+        ia[t->ndim] = t->offset;
+        v = ir_new(LT_OP_AS_STRIDED, (lt_dtype)t->dtype, t->ndim, t->shape, 1, &base, t->ndim + 1, ia, 0, NULL);
+        if (!v) return NULL;
+    }
+    t->val = v;
+    t->val_gen = t->st->gen;
+    t->val_epoch = g_arena.epoch;
+    return v;
+}
+
+int func_assign(lt_tensor *t, ir_node *v) {
+    storage *s = t->st;
+    if (LT_LIKELY(!t->is_view)) {
+        if (!s->node) g_pending++;
+        s->node = v;
+        s->gen++;
+        return 0;
+    }
+    ir_node *nb;
+    if (covers_storage(t)) {
+        if (same_shape(t->ndim, t->shape, s->ndim, s->shape)) {
+            nb = v;
+        } else {
+            int64_t ia[LT_MAX_DIMS + 1];
+            shape_contig_strides(s->ndim, s->shape, ia);
+            ia[s->ndim] = 0;
+            nb = ir_new(LT_OP_AS_STRIDED, (lt_dtype)s->dtype, s->ndim, s->shape, 1, &v, s->ndim + 1, ia, 0, NULL);
+        }
+    } else {
+        ir_node *base = storage_value(s);
+        if (!base) return -1;
+        int64_t ia[LT_MAX_DIMS + 1];
+        for (int i = 0; i < t->ndim; i++) ia[i] = t->strides[i];
+        ia[t->ndim] = t->offset;
+        ir_node *in[2] = {base, v};
+        nb = ir_new(LT_OP_AS_STRIDED_SCATTER, (lt_dtype)s->dtype, s->ndim, s->shape, 2, in, t->ndim + 1, ia, 0, NULL);
+    }
+    if (!nb) return -1;
+    if (!s->node) g_pending++;
+    s->node = nb;
+    s->gen++;
+    /* Reading this alias back is v itself: the slice(slice_scatter) peephole at trace time. */
+    t->val = v;
+    t->val_gen = s->gen;
+    t->val_epoch = g_arena.epoch;
+    return 0;
+}
+
+void func_materialize(storage *s, lt_buffer *buf) {
+    buffer_release(s->buf);
+    s->buf = buf;
+    if (s->node) {
+        s->node = NULL;
+        g_pending--;
+    }
+    s->leaf = NULL;
+}

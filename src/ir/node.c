@@ -1,0 +1,107 @@
+/* Node creation and hashing: the hot path of tracing. */
+#include "ir.h"
+
+const op_info g_ops[LT_OP_COUNT] = {
+#define OP(name, arity, kind, flags) {#name, arity, kind, flags},
+#include "../ops.def"
+#undef OP
+};
+
+_Static_assert(sizeof(ir_node) % 8 == 0, "node alignment");
+
+ir_node *ir_new(int op, lt_dtype dtype, int ndim, const int64_t *shape, int nin, ir_node *const *in,
+                int nia, const int64_t *ia, int nsc, const double *sc) {
+    size_t sz = sizeof(ir_node) + (size_t)nin * sizeof(ir_node *) + (size_t)(ndim + nia) * 8;
+    ir_node *n = arena_alloc(sz);
+    if (LT_UNLIKELY(!n)) return NULL;
+    g_arena.nodes++;
+    n->op = (uint16_t)op;
+    n->dtype = (uint8_t)dtype;
+    n->ndim = (uint8_t)ndim;
+    n->nin = (uint16_t)nin;
+    n->nia = (uint8_t)nia;
+    n->nsc = (uint8_t)nsc;
+    n->rt = 0;
+    n->mark = 0;
+    n->buf = NULL;
+    n->shape = (int64_t *)(n->in + nin);
+    n->ia = n->shape + ndim;
+    uint64_t h = hash_mix((uint64_t)op << 16 | (uint64_t)dtype << 8 | (uint64_t)ndim, (uint64_t)nin << 8 | (uint64_t)nia);
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        n->shape[i] = shape[i];
+        numel *= shape[i];
+        h = hash_mix(h, (uint64_t)shape[i]);
+    }
+    n->numel = numel;
+    for (int i = 0; i < nin; i++) {
+        n->in[i] = in[i];
+        h = hash_mix(h, in[i]->hash);
+    }
+    for (int i = 0; i < nia; i++) {
+        n->ia[i] = ia[i];
+        h = hash_mix(h, (uint64_t)ia[i]);
+    }
+    for (int i = 0; i < nsc; i++) {
+        n->sc[i] = sc[i];
+        if (scalar_is_special(sc[i])) {
+            uint64_t bits;
+            memcpy(&bits, &sc[i], 8);
+            h = hash_mix(h, bits);
+        } else {
+            n->rt |= (uint8_t)(1u << i);
+            h = hash_mix(h, 0x5ca1a7ull);
+        }
+    }
+    n->hash = h;
+    return n;
+}
+
+ir_node *ir_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape) {
+    ir_node *n = ir_new(LT_OP_DATA, dtype, ndim, shape, 0, NULL, 0, NULL, 0, NULL);
+    if (n) n->buf = buf;
+    return n;
+}
+
+lt_buffer *buffer_new(size_t nbytes) {
+    lt_buffer *b = core_malloc(sizeof *b);
+    if (!b) return NULL;
+    b->data = core_aligned_alloc(nbytes);
+    if (!b->data) {
+        core_free(b);
+        return NULL;
+    }
+    b->nbytes = nbytes;
+    b->refs = 1;
+    b->mark = 0;
+    b->slot = -1;
+    return b;
+}
+
+void buffer_release(lt_buffer *b) {
+    if (b && --b->refs == 0) {
+        core_free(b->data);
+        core_free(b);
+    }
+}
+
+lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in) {
+    lt_dtype p = in[0];
+    switch (op) {
+    case LT_OP_WHERE: return dtype_promote(in[1], in[2]);
+    case LT_OP_DIV: p = dtype_promote(in[0], in[1]); return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP:
+        return dtype_with_scalar(in[0]);
+    case LT_OP_LERP: case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+        for (int i = 1; i < nin; i++) p = dtype_promote(p, in[i]);
+        return dtype_with_scalar(p);
+    case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_TANH: case LT_OP_SIGMOID:
+        return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: case LT_OP_POW:
+    case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
+        return dtype_promote(in[0], in[1]);
+    default: /* NEG, ABS, RELU, CAST and every non-elementwise op: the first operand's dtype */
+        return p;
+    }
+    return p;
+}
