@@ -202,6 +202,51 @@ lt_tensor *lt_diagonal(lt_tensor *a, int64_t offset, int dim1, int dim2);
 lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape,
                          const int64_t *strides, int64_t storage_offset); /* relative to a's storage */
 
+
+/* ---- autograd (DESIGN 7) ----------------------------------------------------- */
+/* Autograd sits below functionalization and records pure ops; backward is
+ * traced lazily like everything else, so one lt_mark_step after the optimizer
+ * step runs forward, backward and update as one graph. */
+void       lt_set_requires_grad(lt_tensor *t, bool requires_grad); /* leaves only */
+bool       lt_requires_grad(const lt_tensor *t);
+int        lt_backward(lt_tensor *loss);                       /* scalar loss; 0 = ok */
+int        lt_backward_with(lt_tensor *t, lt_tensor *grad);    /* grad has t's shape */
+lt_tensor *lt_grad(lt_tensor *t);          /* borrowed: the accumulated gradient, NULL if none */
+void       lt_zero_grad(lt_tensor *t);     /* drops the accumulated gradient */
+lt_tensor *lt_detach(lt_tensor *t);        /* new handle aliasing t, outside the graph */
+void       lt_no_grad_begin(void);         /* nests */
+void       lt_no_grad_end(void);
+bool       lt_grad_enabled(void);
+
+/* ---- neural-network ops (new handles) ------------------------------------------ */
+/* x (N, C, H, W), w (O, C/groups, kH, kW), bias (O) or NULL. */
+lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2], int64_t groups);
+lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]);
+lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]);
+lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t out_hw[2]);
+/* training: batch statistics, running stats updated in place (momentum as
+ * PyTorch, unbiased variance for the running estimate); eval: running stats.
+ * weight/bias/running_* may be NULL (affine=False / no tracking). */
+lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_tensor *running_mean,
+                         lt_tensor *running_var, bool training, double momentum, double eps);
+lt_tensor *lt_linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias);   /* x @ w^T + bias; bias may be NULL */
+lt_tensor *lt_dropout(lt_tensor *x, double p, bool training);        /* seeded by lt_manual_seed */
+lt_tensor *lt_nll_loss(lt_tensor *logp, lt_tensor *target);         /* (N, C) log-probs, (N) int64; mean */
+lt_tensor *lt_cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing); /* mean */
+lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b);                  /* mean */
+lt_tensor *lt_gather(lt_tensor *a, int dim, lt_tensor *index);       /* index int64 */
+lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index); /* index 1-D int64 */
+lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices);      /* (V, D), int64 (...) -> (..., D) */
+
+/* ---- tensor files ----------------------------------------------------------------- */
+/* safetensors format; the write goes to PATH.tmp, is flushed and renamed. */
+int lt_save_safetensors(const char *path, int n, const char *const *names, lt_tensor *const *tensors);
+/* Loads every tensor of the file: *names and *tensors are malloc'd arrays of
+ * n entries (free each name with free(), each tensor with lt_free, then the
+ * arrays with free()). Returns n >= 0, or -1 with an error set. */
+int lt_load_safetensors(const char *path, char ***names, lt_tensor ***tensors);
+
 #ifdef __cplusplus
 }
 #endif
