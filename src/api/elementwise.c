@@ -48,8 +48,9 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     API_ENTER();
     for (int i = 0; i < nin; i++)
         if (LT_UNLIKELY(api_check(fn, arg_name(op, i), in[i]))) return NULL;
-    if (LT_UNLIKELY(op == LT_OP_LERP || op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_NEG ||
-                    op == LT_OP_ADDCDIV) &&
+    /* Ops with dtype rules beyond promotion; lerp's common case is checked inline. */
+    if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_NEG || op == LT_OP_ADDCDIV ||
+                    (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
     int64_t shape[LT_MAX_DIMS];
@@ -59,6 +60,7 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     dts[0] = (lt_dtype)in[0]->dtype;
     for (int i = 1; i < nin; i++) {
         dts[i] = (lt_dtype)in[i]->dtype;
+        if (shape_eq(nd, shape, in[i]->ndim, in[i]->shape)) continue; /* the common case */
         int r = shape_broadcast(nd, shape, in[i]->ndim, in[i]->shape, shape);
         if (LT_UNLIKELY(r < 0))
             return err_set(LT_ERR_SHAPE, "%s: shapes %s ('%s') and %s ('%s') do not broadcast", fn,
@@ -69,7 +71,7 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     lt_dtype cd = ir_compute_dtype(op, nin, dts);
     lt_dtype od = is_comparison(op) ? LT_BOOL : cd;
     if (inplace) {
-        if (LT_UNLIKELY(nd != inplace->ndim || memcmp(shape, inplace->shape, (size_t)nd * 8)))
+        if (LT_UNLIKELY(!shape_eq(nd, shape, inplace->ndim, inplace->shape)))
             return err_set(LT_ERR_SHAPE, "%s: result shape %s does not match the in-place target's shape %s", fn,
                            SHAPE_STR(nd, shape), SHAPE_STR(inplace->ndim, inplace->shape));
         if (LT_UNLIKELY(od != inplace->dtype && !dtype_can_cast(od, (lt_dtype)inplace->dtype)))

@@ -60,10 +60,11 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
     while (n >= 8) {
         memcpy(&w, s, 8);
         h = hash_mix(h, w);
+        h ^= h >> 29;
         s += 8;
         n -= 8;
     }
     w = 0;
     memcpy(&w, s, n);
-    return hash_mix(h, w ^ n);
+    return hash_final(hash_mix(h, w ^ n));
 }

@@ -67,10 +67,14 @@ static inline void *arena_alloc(size_t n) {
 void arena_reset(void);
 void arena_release(void); /* frees all chunks (at exit) */
 
-/* ---- hashing (hash.c inline) ---- */
-static inline uint64_t hash_mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
+/* ---- hashing ---- */
+/* One multiply per word on the tracing hot path (node hashes chain through
+ * every operand, so latency matters); hash_final avalanches once per node.
+ * Quality is enough for bucketing: every cache hit is confirmed structurally. */
+static inline uint64_t hash_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull; }
+static inline uint64_t hash_final(uint64_t h) {
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
     return h ^ (h >> 32);
 }
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
@@ -97,6 +101,13 @@ static inline int64_t shape_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
     return n;
+}
+/* Inline loop: a libc memcmp call costs more than these few dims. */
+static inline int shape_eq(int na, const int64_t *a, int nb, const int64_t *b) {
+    if (na != nb) return 0;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
 }
 /* Broadcast two shapes; returns ndim of the result or -1 (no error set). */
 int shape_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out);

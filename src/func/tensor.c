@@ -144,19 +144,12 @@ static int covers_storage(const lt_tensor *t) {
     return t->offset == 0 && t->numel == t->st->numel && geom_is_contiguous(t->ndim, t->shape, t->strides);
 }
 
-static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
-    if (na != nb) return 0;
-    for (int i = 0; i < na; i++)
-        if (a[i] != b[i]) return 0;
-    return 1;
-}
-
 ir_node *func_view_value(lt_tensor *t) {
     if (t->val && t->val_gen == t->st->gen && t->val_epoch == g_arena.epoch) return t->val;
     ir_node *base = storage_value(t->st);
     if (!base) return NULL;
     ir_node *v;
-    if (covers_storage(t) && same_shape(t->ndim, t->shape, t->st->ndim, t->st->shape)) {
+    if (covers_storage(t) && shape_eq(t->ndim, t->shape, t->st->ndim, t->st->shape)) {
         v = base;
     } else {
         int64_t ia[LT_MAX_DIMS + 1];
@@ -181,7 +174,7 @@ int func_assign(lt_tensor *t, ir_node *v) {
     }
     ir_node *nb;
     if (covers_storage(t)) {
-        if (same_shape(t->ndim, t->shape, s->ndim, s->shape)) {
+        if (shape_eq(t->ndim, t->shape, s->ndim, s->shape)) {
             nb = v;
         } else {
             int64_t ia[LT_MAX_DIMS + 1];

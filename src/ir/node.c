@@ -53,7 +53,7 @@ ir_node *ir_new(int op, lt_dtype dtype, int ndim, const int64_t *shape, int nin,
             h = hash_mix(h, 0x5ca1a7ull);
         }
     }
-    n->hash = h;
+    n->hash = hash_final(h);
     return n;
 }
 
