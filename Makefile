@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build test train bench clean
+.PHONY: all deps build test train bench clean test-asan fuzz fuzz-short fuzz-func
 
 all: build
 
@@ -26,5 +26,49 @@ train: build
 bench: build
 	@for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
 
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer; ASan's
+# leak checker runs at each test's exit.
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_NO_DNNL=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (clang): fuzz/fuzz_*.c, linked against the library built
+# once with the same sanitizers.
+FUZZ_SRCS := $(shell find src -name '*.c')
+FUZZ_OBJS := $(patsubst src/%.c,build-fuzz/obj/%.o,$(FUZZ_SRCS))
+FUZZ_TARGETS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=address,undefined -Iinclude -Isrc -DLT_HAVE_ZLIB=1
+FUZZ_SECONDS ?= 600
+build-fuzz/obj/%.o: src/%.c $(shell find src -name '*.h' -o -name '*.def') include/lazytensor.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz/liblt.a: $(FUZZ_OBJS)
+	ar rcs $@ $^
+build-fuzz/%: fuzz/%.c build-fuzz/liblt.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< build-fuzz/liblt.a -lm -lz -o $@
+
+fuzz-deps:
+	@scripts/install-deps.sh fuzz
+
+# Long run: FUZZ_SECONDS per target (default 10 minutes).
+fuzz: fuzz-deps
+	@$(MAKE) -j $(JOBS) $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do echo "== $$t"; mkdir -p $$t.corpus; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 $$t.corpus fuzz/corpus/$$(basename $$t) || exit 1; done
+
+# Short fixed-seed run of each target (CI).
+fuzz-short: fuzz-deps
+	@$(MAKE) -j $(JOBS) $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do echo "== $$t"; \
+	  $$t -seed=1 -runs=20000 -max_total_time=20 -timeout=10 -rss_limit_mb=4096 fuzz/corpus/$$(basename $$t) || exit 1; done
+
+# Functionalization differential fuzzer against the strided eager oracle:
+# a million random programs per dtype (CI runs a few thousand in ctest).
+# A failure prints its seed; replay with LT_FUZZ_SEED=<seed> LT_FUZZ_PROGRAMS=1.
+FUZZ_FUNC_PROGRAMS ?= 1000000
+fuzz-func: build
+	LT_FUZZ_PROGRAMS=$(FUZZ_FUNC_PROGRAMS) $(BUILD)/test_func_fuzz
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-fuzz

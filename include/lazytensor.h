@@ -246,6 +246,116 @@ int lt_save_safetensors(const char *path, int n, const char *const *names, lt_te
  * n entries (free each name with free(), each tensor with lt_free, then the
  * arrays with free()). Returns n >= 0, or -1 with an error set. */
 int lt_load_safetensors(const char *path, char ***names, lt_tensor ***tensors);
+/* The same with string metadata (the header's "__metadata__"), e.g. a
+ * checkpoint's step count. Saving borrows everything. Loading: the metadata
+ * outputs are all NULL (ignored) or all set; *meta_keys / *meta_values are
+ * malloc'd arrays of *nmeta malloc'd strings, freed like the names. */
+int lt_save_safetensors_meta(const char *path, int n, const char *const *names, lt_tensor *const *tensors,
+                             int nmeta, const char *const *meta_keys, const char *const *meta_values);
+int lt_load_safetensors_meta(const char *path, char ***names, lt_tensor ***tensors, int *nmeta,
+                             char ***meta_keys, char ***meta_values);
+
+/* ---- observability (DESIGN 8) ----------------------------------------------------- */
+/* Switches, read once at the first call:
+ *   LT_METRICS=1        print lt_metrics_report() to stderr at exit
+ *   LT_TRACE_FILE=f     write a Chrome trace (Perfetto, chrome://tracing): per step the
+ *                       spans trace, sync, graph key, cache lookup, compile (build graph,
+ *                       backend compile, explain miss), execute; valid JSON once the
+ *                       process exits
+ *   LT_TRACE_KERNELS=1  with LT_TRACE_FILE: one span per kernel
+ *   LT_DUMP_IR=dir      write every newly compiled graph as dir/graph_NNNN.txt and .dot
+ * Metric names follow PyTorch/XLA's (MarkStep, CachedCompile, UncachedCompile,
+ * CompileTime, ExecuteTime, TraceTime, TensorsGraphSize, ...). lt_metric("CompileTime")
+ * is the total in seconds; timers also answer "CompileTime.count", ".max", ".p50"
+ * (any percentile). TraceTime is measured per lt_mark_step, not per op: the wall time
+ * since the previous step minus the syncs in between, so it includes the program's
+ * own work between ops. The report lists a one-line reason for each uncached compile;
+ * more than 3 uncached compiles in the last 20 steps (after the first 20) print a
+ * warning on stderr. */
+const char *lt_metrics_report(void);           /* borrowed text, valid until the next call */
+void        lt_trace_begin(const char *name);  /* a user span on the timeline; nests; copies name */
+void        lt_trace_end(void);                /* ends the innermost open user span */
+/* Writes the graph that computes the tensors' current values (what a sync
+ * would compile; nothing runs) as PATH_PREFIX.txt (one node per line: id, op,
+ * dtype, shape, operands, attributes) and PATH_PREFIX.dot. Borrows the
+ * tensors. 0, or -1 with an error set. */
+int         lt_graph_dump(const char *path_prefix, int n, lt_tensor *const *tensors);
+
+/* ---- optimizers (DESIGN 7) --------------------------------------------------------- */
+/* PyTorch 1.13's single-tensor formulas. lt_optim_step updates each parameter
+ * that has a gradient, in place and in no-grad mode, so the update joins the
+ * lazy graph of forward and backward; hyperparameters are runtime scalars (a
+ * schedule or Adam's bias correction never recompiles). The optimizer
+ * BORROWS its parameters (they must outlive it) and owns its state. */
+typedef struct lt_optim lt_optim;
+lt_optim *lt_optim_sgd(int n, lt_tensor *const *params, double lr, double momentum, double dampening,
+                       double weight_decay, bool nesterov);                 /* new; free with lt_optim_free */
+lt_optim *lt_optim_adam(int n, lt_tensor *const *params, double lr, double beta1, double beta2, double eps,
+                        double weight_decay, bool amsgrad);                 /* L2 penalty added to the gradient */
+lt_optim *lt_optim_adamw(int n, lt_tensor *const *params, double lr, double beta1, double beta2, double eps,
+                         double weight_decay, bool amsgrad);                /* decoupled weight decay */
+void      lt_optim_free(lt_optim *o);                                       /* NULL is a no-op */
+/* Parameter groups: group 0 is the constructor's; a new group copies group 0's
+ * options (change them with lt_optim_set). Returns the group index or -1. */
+int    lt_optim_add_group(lt_optim *o, int n, lt_tensor *const *params);
+int    lt_optim_num_groups(const lt_optim *o);
+/* Options by PyTorch's names: "lr", "momentum", "dampening", "weight_decay",
+ * "nesterov", "maximize", "beta1", "beta2", "eps", "amsgrad" (flags: 0 / 1).
+ * group -1 = every group. get returns NaN for an unknown name or group. */
+int    lt_optim_set(lt_optim *o, int group, const char *name, double value);
+double lt_optim_get(const lt_optim *o, int group, const char *name);
+void   lt_optim_set_lr(lt_optim *o, double lr);                             /* every group */
+int    lt_optim_step(lt_optim *o);                                          /* 0 = ok; traces, does not sync */
+void   lt_optim_zero_grad(lt_optim *o);                                     /* lt_zero_grad on each parameter */
+/* Checkpoints. State tensors are named "<slot>.<i>", i = the parameter's index
+ * over all groups in order: SGD "momentum_buffer.<i>"; Adam/AdamW "exp_avg.<i>",
+ * "exp_avg_sq.<i>", "max_exp_avg_sq.<i>" (amsgrad). lt_optim_state fills up to
+ * max BORROWED names and tensors (valid until the next lt_optim_state, step or
+ * free) and returns the total count (max 0: count only). lt_optim_load_state
+ * copies the given tensors (borrowed) into the state. Steps are per parameter,
+ * as in PyTorch; i = -1: the largest (get) or every parameter (set). */
+int     lt_optim_num_params(const lt_optim *o);
+int     lt_optim_state(lt_optim *o, int max, const char **names, lt_tensor **tensors);
+int     lt_optim_load_state(lt_optim *o, int n, const char *const *names, lt_tensor *const *tensors);
+int64_t lt_optim_get_step(const lt_optim *o, int i);
+int     lt_optim_set_step(lt_optim *o, int i, int64_t step);
+
+/* Learning-rate schedules over every group of an optimizer (BORROWED; it must
+ * outlive the schedule), in PyTorch's recursive form: call lt_sched_step once
+ * per epoch after the optimizer steps, as scheduler.step(). */
+typedef struct lt_sched lt_sched;
+lt_sched *lt_sched_step_lr(lt_optim *o, int64_t step_size, double gamma);  /* new; lt_sched_free */
+lt_sched *lt_sched_cosine(lt_optim *o, int64_t t_max, double eta_min);     /* CosineAnnealingLR */
+void      lt_sched_step(lt_sched *s);
+int64_t   lt_sched_epoch(const lt_sched *s);
+void      lt_sched_free(lt_sched *s);
+
+/* ---- models (DESIGN 7) -------------------------------------------------------------- */
+/* "mlp" (28x28 inputs: in_channels*784 -> 256 -> 128 -> classes, ReLU),
+ * "resnet20" (CIFAR layout: 3x3 stem, 16/32/64 channels, 3x3 BasicBlocks, 1x1
+ * conv + BN shortcut where the shape changes), "resnet18", "resnet50"
+ * (torchvision's ImageNet layout and parameter names: conv1.weight, bn1.*,
+ * layer1.0.conv1.weight, ..., fc.weight). Initialized as PyTorch/torchvision
+ * do, from the lt_manual_seed generator; the new tensors are materialized
+ * data. A model starts in training mode and owns its tensors. */
+typedef struct lt_model lt_model;
+lt_model  *lt_model_new(const char *name, int in_channels, int num_classes); /* new; lt_model_free */
+lt_model  *lt_model_mlp(int nsizes, const int64_t *sizes);  /* Linear fc1..fc(nsizes-1), ReLU between */
+void       lt_model_free(lt_model *m);                       /* NULL is a no-op */
+lt_tensor *lt_model_forward(lt_model *m, lt_tensor *x);      /* new handle: logits (N, classes) */
+void       lt_model_train(lt_model *m, bool training);       /* BN: batch statistics vs running ones */
+bool       lt_model_is_training(const lt_model *m);
+/* Trainable parameters (for an optimizer) / the whole state (parameters and
+ * buffers: running_mean, running_var, num_batches_tracked) in PyTorch's
+ * state_dict order. The arrays, tensors and names are BORROWED: valid while
+ * the model lives. Returns the count, -1 on error. */
+int        lt_model_params(lt_model *m, lt_tensor ***params, const char ***names);
+int        lt_model_state(lt_model *m, lt_tensor ***tensors, const char ***names);
+/* Copies tensors (borrowed) into the model's state by name, e.g. from
+ * lt_load_safetensors. strict: the names must be exactly the model's. Returns
+ * the number copied, -1 on error (nothing copied). */
+int        lt_model_load_state(lt_model *m, int n, const char *const *names, lt_tensor *const *tensors,
+                               bool strict);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 # Fashion-MNIST data are used when present (the tests pass without them).
 set -e
 PKGS="cmake gcc make zlib1g-dev libdnnl-dev dataset-fashion-mnist"
+# `install-deps.sh fuzz`: also clang and its sanitizer/fuzzer runtime.
+[ "${1:-}" = fuzz ] && PKGS="$PKGS clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

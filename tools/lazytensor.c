@@ -1,10 +1,12 @@
-/* The command-line program. Until the training issue lands, `demo` traces a
- * small computation in a loop, syncs it, and prints what happened. */
-#include "lazytensor.h"
+/* The command-line program: parses the command and options, sets the
+ * environment the library reads at its first call, and dispatches.
+ *   lazytensor train [options]   lazytensor eval --resume PATH
+ *   lazytensor bench             lazytensor demo */
+#include "cli.h"
 
-#include <stdio.h>
 #include <string.h>
 
+/* A tiny traced loop: what happens at trace, sync and cache time. */
 static int demo(void) {
     int64_t shape[2] = {4, 8};
     lt_manual_seed(0);
@@ -18,13 +20,10 @@ static int demo(void) {
         lt_mark_step();
         double l = lt_item(loss);
         if (step % 5 == 0 || step == 19) printf("step %2d  loss %.6f\n", step, l);
-        lt_free(d);
-        lt_free(sq);
-        lt_free(loss);
+        lt_free(d), lt_free(sq), lt_free(loss);
     }
     printf("compiles: %.0f uncached, %.0f cached\n", lt_metric("UncachedCompile"), lt_metric("CachedCompile"));
-    lt_free(w);
-    lt_free(target);
+    lt_free(w), lt_free(target);
     if (lt_error()) {
         fprintf(stderr, "error: %s\n", lt_error_message());
         return 1;
@@ -33,11 +32,28 @@ static int demo(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "demo")) return demo();
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        printf("usage: lazytensor demo\n");
+    cli_opts o;
+    opts_defaults(&o);
+    const char *cmd = argc > 1 ? argv[1] : "train";
+    int first = 2;
+    if (!strncmp(cmd, "--", 2)) { /* `lazytensor --epochs 2` means train */
+        cmd = "train";
+        first = 1;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
+        opts_help(stdout);
         return 0;
     }
-    fprintf(stderr, "lazytensor: unknown command '%s' (try --help)\n", argv[1]);
-    return 2;
+    if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "bench") && strcmp(cmd, "demo")) {
+        fprintf(stderr, "lazytensor: unknown command '%s' (try --help)\n", cmd);
+        return 2;
+    }
+    o.cmd = cmd;
+    int rc = opts_parse(&o, argc - first, argv + first);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (opts_apply_env(&o)) return 1;
+    if (!strcmp(cmd, "demo")) return demo();
+    if (!strcmp(cmd, "bench")) return cmd_bench(&o);
+    if (!strcmp(cmd, "eval")) return cmd_eval(&o);
+    return cmd_train(&o, NULL);
 }

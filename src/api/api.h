@@ -3,6 +3,7 @@
 #ifndef LT_API_H
 #define LT_API_H
 
+#include "../autograd/autograd.h"
 #include "../exec/exec.h"
 #include "../prof/prof.h"
 

@@ -24,18 +24,22 @@ lt_tensor *lt_from_data(const void *data, lt_dtype dtype, int ndim, const int64_
     return func_new_data(buf, dtype, ndim, shape);
 }
 
-lt_tensor *lt_full(double value, lt_dtype dtype, int ndim, const int64_t *shape) {
+/* fn: the public name the caller used, so errors from lt_zeros say lt_zeros. */
+static lt_tensor *full(const char *fn, double value, lt_dtype dtype, int ndim, const int64_t *shape) {
     API_ENTER();
-    if (!dtype_valid((int)dtype)) return err_set(LT_ERR_DTYPE, "lt_full: argument 'dtype' is invalid (%d)", (int)dtype);
-    if (shape_numel_checked("lt_full", ndim, shape) < 0) return NULL;
+    if (!dtype_valid((int)dtype)) return err_set(LT_ERR_DTYPE, "%s: argument 'dtype' is invalid (%d)", fn, (int)dtype);
+    if (shape_numel_checked(fn, ndim, shape) < 0) return NULL;
     ir_node *n = ir_new(LT_OP_FILL, dtype, ndim, shape, 0, NULL, 0, NULL, 1, &value);
     lt_tensor *t = n ? func_new(n) : NULL;
-    API_LEAVE("lt_full", t);
+    API_LEAVE(fn, t);
     return t;
 }
 
-lt_tensor *lt_zeros(lt_dtype dtype, int ndim, const int64_t *shape) { return lt_full(0.0, dtype, ndim, shape); }
-lt_tensor *lt_ones(lt_dtype dtype, int ndim, const int64_t *shape) { return lt_full(1.0, dtype, ndim, shape); }
+lt_tensor *lt_full(double value, lt_dtype dtype, int ndim, const int64_t *shape) {
+    return full("lt_full", value, dtype, ndim, shape);
+}
+lt_tensor *lt_zeros(lt_dtype dtype, int ndim, const int64_t *shape) { return full("lt_zeros", 0.0, dtype, ndim, shape); }
+lt_tensor *lt_ones(lt_dtype dtype, int ndim, const int64_t *shape) { return full("lt_ones", 1.0, dtype, ndim, shape); }
 
 static lt_tensor *random_fill(const char *fn, lt_dtype dtype, int ndim, const int64_t *shape, int normal) {
     API_ENTER();

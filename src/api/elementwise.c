@@ -24,10 +24,10 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
         break;
     case LT_OP_SUB:
         if (d0 == LT_BOOL && in[1]->dtype == LT_BOOL)
-            return err_set(LT_ERR_DTYPE, "%s: subtraction of two bool tensors is not supported", fn), -1;
+            return err_set(LT_ERR_DTYPE, "%s: arguments 'a' and 'b' are both bool: subtraction of two bool tensors is not supported", fn), -1;
         break;
     case LT_OP_NEG:
-        if (d0 == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: negation of a bool tensor is not supported", fn), -1;
+        if (d0 == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: argument 'a' is bool: negation of a bool tensor is not supported", fn), -1;
         break;
     case LT_OP_ADDCDIV:
         if (!dtype_is_float((lt_dtype)in[1]->dtype) && !dtype_is_float((lt_dtype)in[2]->dtype))
@@ -72,16 +72,16 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     lt_dtype od = is_comparison(op) ? LT_BOOL : cd;
     if (inplace) {
         if (LT_UNLIKELY(!shape_eq(nd, shape, inplace->ndim, inplace->shape)))
-            return err_set(LT_ERR_SHAPE, "%s: result shape %s does not match the in-place target's shape %s", fn,
+            return err_set(LT_ERR_SHAPE, "%s: result shape %s does not match the shape %s of the in-place target 'a'", fn,
                            SHAPE_STR(nd, shape), SHAPE_STR(inplace->ndim, inplace->shape));
         if (LT_UNLIKELY(od != inplace->dtype && !dtype_can_cast(od, (lt_dtype)inplace->dtype)))
-            return err_set(LT_ERR_DTYPE, "%s: result type %s can't be cast to the in-place target's dtype %s", fn,
+            return err_set(LT_ERR_DTYPE, "%s: result type %s can't be cast to the dtype %s of the in-place target 'a'", fn,
                            dtype_name(od), dtype_name((lt_dtype)inplace->dtype));
         if (LT_UNLIKELY(inplace->overlaps))
             return err_set(LT_ERR_ARG,
-                           "%s: unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location (an expanded view); clone it first",
-                           fn);
+                           "%s: argument '%s' (the written-to tensor) is an expanded view: more than one of its "
+                           "elements refers to a single memory location; clone it first",
+                           fn, arg_name(op, 0));
         od = (lt_dtype)inplace->dtype;
     }
     ir_node *v[3];
@@ -91,10 +91,15 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     if (LT_UNLIKELY(!n)) return NULL;
     lt_tensor *t;
     if (inplace) {
+        if (LT_UNLIKELY(g_ag_on) && ag_check_inplace(fn, inplace, nin, in)) return NULL;
         if (LT_UNLIKELY(func_assign(inplace, n))) return NULL;
         t = inplace;
     } else {
         t = func_new(n);
+    }
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, nin, in, t)) {
+        if (!inplace) lt_free(t);
+        return NULL;
     }
     API_LEAVE(fn, t);
     return t;
@@ -177,6 +182,10 @@ lt_tensor *lt_to_dtype(lt_tensor *a, lt_dtype dtype) {
     if (!v) return NULL;
     ir_node *n = ir_new(LT_OP_CAST, dtype, a->ndim, a->shape, 1, &v, 0, NULL, 0, NULL);
     lt_tensor *t = n ? func_new(n) : NULL;
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
     API_LEAVE("lt_to_dtype", t);
     return t;
 }
@@ -195,11 +204,15 @@ lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
         return err_set(LT_ERR_ARG, "lt_copy_: argument 'dst' is an expanded view: more than one element refers to a single memory location");
     ir_node *v = func_value(src);
     if (!v) return NULL;
+    int cast = 0;
     if (v->dtype != dst->dtype || v->ndim != dst->ndim || memcmp(v->shape, dst->shape, (size_t)nd * 8)) {
         v = ir_new(LT_OP_CAST, (lt_dtype)dst->dtype, dst->ndim, dst->shape, 1, &v, 0, NULL, 0, NULL);
         if (!v) return NULL;
+        cast = 1;
     }
+    if (LT_UNLIKELY(g_ag_on) && ag_check_inplace("lt_copy_", dst, 1, &src)) return NULL;
     if (func_assign(dst, v)) return NULL;
+    if (LT_UNLIKELY(g_ag_on) && ag_copy(dst, src, cast)) return NULL;
     API_LEAVE("lt_copy_", dst);
     return dst;
 }
@@ -210,7 +223,8 @@ lt_tensor *lt_fill_(lt_tensor *a, double value) {
     if (a->overlaps)
         return err_set(LT_ERR_ARG, "lt_fill_: argument 'a' is an expanded view: more than one element refers to a single memory location");
     ir_node *n = ir_new(LT_OP_FILL, (lt_dtype)a->dtype, a->ndim, a->shape, 0, NULL, 0, NULL, 1, &value);
-    if (!n || func_assign(a, n)) return NULL;
+    if (!n || (LT_UNLIKELY(g_ag_on) && ag_check_inplace("lt_fill_", a, 0, NULL)) || func_assign(a, n)) return NULL;
+    if (LT_UNLIKELY(g_ag_on)) ag_fill(a);
     API_LEAVE("lt_fill_", a);
     return a;
 }

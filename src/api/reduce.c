@@ -53,7 +53,12 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
     ir_node *v = func_value(a);
     if (!v) return NULL;
     int64_t ia[2] = {(int64_t)mask, keepdim};
-    lt_tensor *t = finish(fn, ir_new(op, od, nd, shape, 1, &v, 2, ia, 0, NULL));
+    ir_node *n = ir_new(op, od, nd, shape, 1, &v, 2, ia, 0, NULL);
+    lt_tensor *t = finish(fn, n);
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
     API_LEAVE(fn, t);
     return t;
 }
@@ -103,7 +108,12 @@ static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
     ir_node *v = func_value(a);
     if (!v) return NULL;
     int64_t ia[1] = {a->ndim ? d : 0};
-    lt_tensor *t = finish(fn, ir_new(op, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL));
+    ir_node *n = ir_new(op, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL);
+    lt_tensor *t = finish(fn, n);
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
     API_LEAVE(fn, t);
     return t;
 }

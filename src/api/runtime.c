@@ -2,16 +2,12 @@
 #include "api.h"
 
 static void at_exit(void) {
-    if (g_config.metrics_at_exit) {
-        fprintf(stderr, "lazytensor metrics:\n");
-        fprintf(stderr, "  MarkStep %.0f, UncachedCompile %.0f, CachedCompile %.0f, OpsTraced %.0f\n",
-                g_counters[M_MarkStep], g_counters[M_UncachedCompile], g_counters[M_CachedCompile],
-                g_counters[M_OpsTraced]);
-    }
+    prof_exit(); /* LT_METRICS report, and the trace file's closing brackets */
 }
 
 void api_init_slow(void) {
     core_init_slow();
+    prof_init();
     atexit(at_exit);
 }
 
@@ -20,10 +16,121 @@ void api_autosync(void) {
     lt_mark_step();
 }
 
+/* ---- dispatch trace (LT_DISPATCH_TRACE=1; DESIGN 8) ----------------------
+ * One line per public call: the layers it passed and the IR nodes it made,
+ * so the hop count of any op is visible, e.g.
+ *   [dispatch] lt_lerp_: api > func[view: read AS_STRIDED, write AS_STRIDED_SCATTER] > autograd[off] > ir +3: AS_STRIDED#7 LERP#8 AS_STRIDED_SCATTER#9
+ * Nodes carry no creation number, so the trace finds a call's new nodes by
+ * walking down from the result's value(s) and stopping at nodes an earlier
+ * call already reported: `tr_seen` holds every reported node of the current
+ * arena epoch and is closed under operands, so each walk costs only the new
+ * nodes. Ids are arena-epoch sequence numbers (post-order = creation order).
+ * Cold path: nothing here runs unless the switch is on. */
+static const ir_node **tr_seen;
+static size_t tr_cap, tr_count;
+static uint32_t tr_epoch;
+static const ir_node **tr_new;
+static size_t tr_new_cap;
+static struct tr_frame {
+    const ir_node *n;
+    int next;
+} *tr_stack;
+static size_t tr_stack_cap;
+
+static size_t tr_slot(const ir_node *n) {
+    uint64_t h = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 20) & (tr_cap - 1);
+    while (tr_seen[i] && tr_seen[i] != n) i = (i + 1) & (tr_cap - 1);
+    return i;
+}
+
+/* Adds n to the seen set; 1 if it was not there, -1 on OOM. */
+static int tr_insert(const ir_node *n) {
+    if (tr_epoch != g_arena.epoch) { /* the arena was reset: every node is new again */
+        if (tr_seen) memset(tr_seen, 0, tr_cap * sizeof *tr_seen);
+        tr_count = 0;
+        tr_epoch = g_arena.epoch;
+    }
+    if (2 * (tr_count + 1) > tr_cap) {
+        const ir_node **old = tr_seen;
+        size_t oc = tr_cap;
+        tr_cap = tr_cap ? tr_cap * 2 : 1024;
+        tr_seen = core_calloc(tr_cap, sizeof *tr_seen);
+        if (!tr_seen) {
+            tr_seen = old;
+            tr_cap = oc;
+            return -1;
+        }
+        for (size_t i = 0; i < oc; i++)
+            if (old[i]) tr_seen[tr_slot(old[i])] = old[i];
+        core_free(old);
+    }
+    size_t i = tr_slot(n);
+    if (tr_seen[i]) return 0;
+    tr_seen[i] = n;
+    tr_count++;
+    return 1;
+}
+
+static int tr_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = core_realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Appends root's unreported nodes to tr_new in post-order. */
+static void tr_collect(const ir_node *root, size_t *nnew) {
+    if (!root || tr_insert(root) != 1) return;
+    size_t sp = 0;
+    if (tr_grow((void **)&tr_stack, &tr_stack_cap, 1, sizeof *tr_stack)) return;
+    tr_stack[sp++] = (struct tr_frame){root, 0};
+    while (sp) {
+        struct tr_frame *f = &tr_stack[sp - 1];
+        if (f->next < f->n->nin) {
+            const ir_node *c = f->n->in[f->next++];
+            if (tr_insert(c) == 1) {
+                if (tr_grow((void **)&tr_stack, &tr_stack_cap, sp + 1, sizeof *tr_stack)) return;
+                tr_stack[sp++] = (struct tr_frame){c, 0};
+            }
+            continue;
+        }
+        if (tr_grow((void **)&tr_new, &tr_new_cap, *nnew + 1, sizeof *tr_new)) return;
+        tr_new[(*nnew)++] = f->n;
+        sp--;
+    }
+}
+
+static void dispatch_trace(const char *fn, lt_tensor *r, uint64_t nodes_before) {
+    uint64_t made = g_arena.nodes - nodes_before;
+    size_t nnew = 0;
+    tr_collect(r->st->node, &nnew);
+    if (r->is_view && r->val && r->val_epoch == g_arena.epoch) tr_collect(r->val, &nnew);
+    int reads = 0, writes = 0;
+    for (size_t i = 0; i < nnew; i++) {
+        reads |= tr_new[i]->op == LT_OP_AS_STRIDED;
+        writes |= tr_new[i]->op == LT_OP_AS_STRIDED_SCATTER;
+    }
+    char func[96];
+    if (r->is_view && made == 0) snprintf(func, sizeof func, "view: alias, no node");
+    else if (r->is_view || writes)
+        snprintf(func, sizeof func, "view:%s%s%s", reads ? " read AS_STRIDED" : "", reads && writes ? "," : "",
+                 writes ? " write AS_STRIDED_SCATTER" : "");
+    else snprintf(func, sizeof func, "plain%s", reads ? "; operand view: read AS_STRIDED" : "");
+    fprintf(stderr, "[dispatch] %s: api > func[%s] > autograd[%s] > ir +%llu%s", fn, func,
+            r->st->grad_owner ? "record" : "off", (unsigned long long)made, nnew ? ":" : "");
+    for (size_t i = 0; i < nnew; i++)
+        fprintf(stderr, " %s#%llu", g_ops[tr_new[i]->op].name, (unsigned long long)(nodes_before + i));
+    if (nnew != made) fprintf(stderr, " (%lld not reachable from the result)", (long long)made - (long long)nnew);
+    fputc('\n', stderr);
+}
+
 void api_after_op(const char *fn, lt_tensor *result, uint64_t nodes_before) {
-    if (g_config.dispatch_trace)
-        fprintf(stderr, "[dispatch] %s: api > func(%s) > ir +%llu node(s)\n", fn,
-                result->is_view ? "view" : "plain", (unsigned long long)(g_arena.nodes - nodes_before));
+    if (g_config.dispatch_trace) dispatch_trace(fn, result, nodes_before);
     if (g_config.eager) lt_mark_step();
 }
 
@@ -48,6 +155,7 @@ static lt_buffer **outs;
 static size_t roots_cap;
 
 int api_sync_storages(storage **sts, int n) {
+    uint64_t ts0 = prof_now_ns();
     if ((size_t)n > roots_cap) {
         size_t c = roots_cap ? roots_cap : 64;
         while (c < (size_t)n) c *= 2;
@@ -59,16 +167,27 @@ int api_sync_storages(storage **sts, int n) {
         outs = ob;
         roots_cap = c;
     }
-    for (int i = 0; i < n; i++) roots_n[i] = sts[i]->node;
-    if (n && exec_sync_nodes(roots_n, n, outs)) return -1;
+    /* outs doubles as the list of buffers the roots drop (donation candidates).
+     * Only a sync of every pending storage donates: a partial one (lt_to_host)
+     * may leave pending IR elsewhere that still reads an old buffer. */
+    for (int i = 0; i < n; i++) {
+        roots_n[i] = sts[i]->node;
+        outs[i] = sts[i]->buf;
+    }
+    if (n && exec_sync_nodes_ex(roots_n, n, outs, n == g_pending ? outs : NULL)) return -1;
     for (int i = 0; i < n; i++) func_materialize(sts[i], outs[i]);
-    if (g_pending == 0) arena_reset();
+    if (g_pending == 0) {
+        prof_arena_drop(g_arena.nodes, g_arena.bytes);
+        arena_reset();
+    }
+    prof_sync_done(ts0, prof_now_ns());
     return 0;
 }
 
 void lt_mark_step(void) {
     if (LT_UNLIKELY(!g_initialized)) api_init_slow();
     prof_add(M_MarkStep, 1);
+    prof_step_begin();
     static size_t cap;
     size_t n = 0;
     for (storage *s = g_live.next; s != &g_live; s = s->next) {
@@ -83,7 +202,7 @@ void lt_mark_step(void) {
         roots_st[n++] = s;
     }
     api_sync_storages(roots_st, (int)n);
-    prof_gauge_max(M_ArenaBytes, (double)g_arena.bytes);
+    prof_step_end();
 }
 
 /* Copies t's elements (its strided window of the storage) to dst. */

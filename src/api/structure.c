@@ -27,6 +27,11 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
     if (!v[0] || !v[1]) return NULL;
     ir_node *n = ir_new(LT_OP_MATMUL, (lt_dtype)a->dtype, nd, shape, 2, v, 0, NULL, 0, NULL);
     lt_tensor *t = n ? func_new(n) : NULL;
+    lt_tensor *ab[2] = {a, b};
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 2, ab, t)) {
+        lt_free(t);
+        return NULL;
+    }
     API_LEAVE("lt_matmul", t);
     return t;
 }
@@ -66,6 +71,10 @@ lt_tensor *lt_cat(int n, lt_tensor *const *ts, int dim) {
     ir_node *node = ir_new(LT_OP_CAT, dt, a->ndim, shape, n, v, 1, ia, 0, NULL);
     core_free(v);
     lt_tensor *t = node ? func_new(node) : NULL;
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(node, n, ts, t)) {
+        lt_free(t);
+        return NULL;
+    }
     API_LEAVE("lt_cat", t);
     return t;
 }
@@ -84,6 +93,7 @@ static lt_tensor *copy_of(const char *fn, lt_tensor *a) {
     } else {
         t = func_new(v);
     }
+    if (LT_UNLIKELY(g_ag_on) && t) ag_share(a, t);
     API_LEAVE(fn, t);
     return t;
 }

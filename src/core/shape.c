@@ -12,7 +12,7 @@ const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
 
 int64_t shape_numel_checked(const char *fn, int ndim, const int64_t *shape) {
     if (ndim < 0 || ndim > LT_MAX_DIMS) {
-        err_set(LT_ERR_ARG, "%s: ndim %d is out of range [0, %d]", fn, ndim, LT_MAX_DIMS);
+        err_set(LT_ERR_ARG, "%s: argument 'ndim' = %d is out of range [0, %d]", fn, ndim, LT_MAX_DIMS);
         return -1;
     }
     if (ndim > 0 && !shape) {
@@ -27,7 +27,7 @@ int64_t shape_numel_checked(const char *fn, int ndim, const int64_t *shape) {
             return -1;
         }
         if (shape[i] && n > INT64_MAX / 16 / shape[i]) {
-            err_set(LT_ERR_OVERFLOW, "%s: shape %s has too many elements", fn, SHAPE_STR(ndim, shape));
+            err_set(LT_ERR_OVERFLOW, "%s: argument 'shape' %s has too many elements", fn, SHAPE_STR(ndim, shape));
             return -1;
         }
         n *= shape[i];
@@ -37,7 +37,9 @@ int64_t shape_numel_checked(const char *fn, int ndim, const int64_t *shape) {
 
 int shape_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out) {
     int n = na > nb ? na : nb;
-    for (int i = 0; i < n; i++) {
+    /* Last dim first: out may alias a or b (api_elementwise folds into its
+     * running shape), and dim i only reads a/b at indices <= i. */
+    for (int i = n - 1; i >= 0; i--) {
         int ia = i - (n - na), ib = i - (n - nb);
         int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
         if (da == db || db == 1) out[i] = da;

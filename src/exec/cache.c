@@ -12,6 +12,7 @@ struct cache_entry {
     exec_graph *graph;
     void *exe;
     const backend *be;
+    uint64_t sig;                   /* structure signature (explain.c) */
     cache_entry *hnext;             /* hash chain */
     cache_entry *lru_prev, *lru_next;
 };
@@ -81,6 +82,12 @@ void *cache_exe(cache_entry *e) { return e->exe; }
 const backend *cache_backend(cache_entry *e) { return e->be; }
 const exec_graph *cache_graph(cache_entry *e) { return e->graph; }
 int cache_count(void) { return count; }
+cache_entry *cache_next(cache_entry *e) {
+    cache_entry *x = e ? e->lru_next : lru.lru_next;
+    return x == &lru ? NULL : x;
+}
+uint64_t cache_sig(cache_entry *e) { return e->sig; }
+void cache_set_sig(cache_entry *e, uint64_t sig) { e->sig = sig; }
 
 void cache_clear(void) {
     while (lru.lru_next != &lru) entry_free(lru.lru_next);

@@ -43,17 +43,28 @@ typedef struct backend {
      * the cache keeps g alive as long as the executable. */
     void *(*compile)(const exec_graph *g);
     /* inputs[nparams], scalars[nscalars] -> outputs[nroots] (new references).
+     * donatable[nparams] (NULL: none): 1 where the input buffer dies with
+     * this sync (its only holder is a root storage that is being rebound),
+     * so the backend may write an output into it in place (DESIGN 6).
      * Returns 0, or -1 with an error set and no output produced. */
-    int (*run)(void *exe, lt_buffer *const *inputs, const double *scalars, lt_buffer **outputs);
+    int (*run)(void *exe, lt_buffer *const *inputs, const uint8_t *donatable, const double *scalars,
+               lt_buffer **outputs);
     void (*free_exec)(void *exe);
 } backend;
 
 extern const backend g_backend_ref;
+extern const backend g_backend_cpu;
 const backend *exec_backend(void);
+/* Tests: force a backend (0 = cpu, 1 = ref, -1 = back to LT_BACKEND). The
+ * backend is part of the graph key, so both can be cached side by side. */
+void exec_set_backend(int which);
 
 /* Sync the given root nodes: compile or find the graph, run it, and return
  * one new buffer reference per root in outs. 0 or -1 (error set). */
 int exec_sync_nodes(ir_node *const *roots, int nroots, lt_buffer **outs);
+/* Same, where released[i] (NULL entries allowed) is the buffer the caller
+ * drops after rebinding root i: the candidates for donation. */
+int exec_sync_nodes_ex(ir_node *const *roots, int nroots, lt_buffer **outs, lt_buffer *const *released);
 
 /* Compile cache (cache.c). */
 typedef struct cache_entry cache_entry;
@@ -65,5 +76,22 @@ const backend *cache_backend(cache_entry *e);
 const exec_graph *cache_graph(cache_entry *e);
 void cache_clear(void);
 int cache_count(void);
+/* Observability: entries in LRU order (NULL starts, most recent first; NULL
+ * at the end) and each entry's structure signature (explain.c). */
+cache_entry *cache_next(cache_entry *e);
+uint64_t cache_sig(cache_entry *e);
+void cache_set_sig(cache_entry *e, uint64_t sig);
+
+/* Observability (explain.c, dump.c). */
+uint64_t exec_graph_sig(const exec_graph *g); /* wiring only: types, attrs, slots masked */
+/* On a miss, before inserting g: records why it missed (prof_compile_reason). */
+void exec_explain_miss(const exec_graph *g, uint64_t sig, const backend *be);
+void exec_graph_write_text(FILE *f, const exec_graph *g);
+void exec_graph_write_dot(FILE *f, const exec_graph *g);
+int exec_graph_dump(const char *prefix, const exec_graph *g); /* PREFIX.txt, PREFIX.dot; 0 or -1 */
+void exec_dump_compiled(const exec_graph *g);                 /* LT_DUMP_IR */
+/* The graph a sync of roots would compile, without running it (free with
+ * exec_graph_free). NULL + error on failure. */
+exec_graph *exec_graph_of(ir_node *const *roots, int nroots);
 
 #endif

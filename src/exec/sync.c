@@ -171,45 +171,90 @@ static exec_graph *build_graph(size_t n, ir_node *const *roots, int nroots, int 
     return g;
 }
 
+static int forced_backend = -1;
+void exec_set_backend(int which) { forced_backend = which; }
+
 const backend *exec_backend(void) {
-    /* The cpu backend arrives with its issue; until then both names run ref. */
-    return &g_backend_ref;
+    int b = forced_backend >= 0 ? forced_backend : g_config.backend; /* LT_BACKEND; cpu by default */
+    return b == 0 ? &g_backend_cpu : &g_backend_ref;
+}
+
+/* donate[p] = 1 where param p's buffer dies with this sync: its one
+ * reference is held by a root storage that is about to be rebound. */
+static uint8_t *donate;
+static size_t donate_cap;
+static int find_donatable(lt_buffer *const *released, int nroots, int nparams) {
+    if (GROW(donate, donate_cap, (size_t)nparams + 1)) return -1;
+    memset(donate, 0, (size_t)nparams + 1);
+    for (int r = 0; released && r < nroots; r++) {
+        lt_buffer *b = released[r];
+        if (b && b->mark == sync_epoch && b->refs == 1) donate[b->slot] = 1;
+    }
+    return 0;
 }
 
 int exec_sync_nodes(ir_node *const *roots, int nroots, lt_buffer **outs) {
+    return exec_sync_nodes_ex(roots, nroots, outs, NULL);
+}
+
+int exec_sync_nodes_ex(ir_node *const *roots, int nroots, lt_buffer **outs, lt_buffer *const *released) {
     uint64_t t0 = prof_now_ns();
     if (++sync_epoch == 0) sync_epoch = 1; /* 0 means "never visited" */
     size_t n;
     int nparams, nscalars;
+    const backend *be = exec_backend();
     if (post_order(roots, nroots, &n, &nparams, &nscalars) || serialize(n, roots, nroots)) return -1;
+    if (emit(be == &g_backend_ref) || find_donatable(released, nroots, nparams)) return -1;
     uint64_t key = hash_bytes(serial, serial_len * 8, 0x1a2e);
+    uint64_t tk = prof_trace_now();
+    prof_span("graph key", t0);
     cache_entry *e = cache_find(key, serial, serial_len);
+    prof_span("cache lookup", tk);
     if (e) {
         prof_add(M_CachedCompile, 1);
     } else {
         uint64_t c0 = prof_now_ns();
         exec_graph *g = build_graph(n, roots, nroots, nparams, nscalars);
         if (!g) return -1;
-        const backend *be = exec_backend();
+        uint64_t cb = prof_trace_now();
+        prof_span("build graph", c0);
         void *exe = be->compile(g);
+        prof_span("backend compile", cb);
         if (!exe) {
             exec_graph_free(g);
             return -1;
         }
+        /* Observability on a miss only: why it missed, and LT_DUMP_IR. */
+        uint64_t sig = exec_graph_sig(g), cx = prof_trace_now();
+        exec_explain_miss(g, sig, be);
+        prof_span("explain miss", cx);
+        if (LT_UNLIKELY(g_config.dump_ir_dir != NULL)) exec_dump_compiled(g);
         e = cache_insert(key, serial, serial_len, g, exe, be);
         if (!e) {
             be->free_exec(exe);
             exec_graph_free(g);
             return -1;
         }
+        cache_set_sig(e, sig);
         prof_add(M_UncachedCompile, 1);
-        prof_timer_add(M_CompileTime, prof_now_ns() - c0);
+        uint64_t c1 = prof_now_ns();
+        prof_timer_add(M_CompileTime, c1 - c0);
+        if (LT_UNLIKELY(g_prof_trace)) prof_span_emit(TRACK_RUNTIME, "compile", c0, c1, NULL);
     }
-    prof_add(M_TensorsGraphSize, (double)n);
+    prof_sample(M_TensorsGraphSize, (double)n);
     uint64_t r0 = prof_now_ns();
-    int rc = cache_backend(e)->run(cache_exe(e), params, scalars, outs);
+    int rc = cache_backend(e)->run(cache_exe(e), params, donate, scalars, outs);
     uint64_t r1 = prof_now_ns();
+    if (LT_UNLIKELY(g_prof_trace)) prof_span_emit(TRACK_RUNTIME, "execute", r0, r1, NULL);
     prof_timer_add(M_ExecuteTime, r1 - r0);
     prof_timer_add(M_SyncTime, r1 - t0);
     return rc;
+}
+
+exec_graph *exec_graph_of(ir_node *const *roots, int nroots) {
+    if (++sync_epoch == 0) sync_epoch = 1;
+    size_t n;
+    int nparams, nscalars;
+    if (post_order(roots, nroots, &n, &nparams, &nscalars)) return NULL;
+    return build_graph(n, roots, nroots, nparams, nscalars);
 }

@@ -25,7 +25,7 @@ typedef struct storage {
     uint32_t leaf_epoch;
     uint64_t gen;    /* bumped by every mutation */
     struct storage *prev, *next; /* live registry */
-    void *grad_owner; /* autograd hook: the handle that owns grad state, if any */
+    void *grad_owner; /* autograd: the ag_fn of the current value, NULL if no grad */
 } storage;
 
 #define LT_HANDLE_MAGIC 0x1a2e7e45u
@@ -45,7 +45,7 @@ struct lt_tensor {
     ir_node *val;      /* cached value of a view */
     uint64_t val_gen;  /* storage generation of val */
     uint32_t val_epoch;
-    void *ag;          /* autograd metadata (autograd layer) */
+    void *ag;          /* autograd: NULL, AG_DETACHED, or a view's cached ag_fn */
 };
 
 /* Live registry: every live storage, in creation order. */

@@ -3,6 +3,8 @@
  * after warm-up. */
 #include "func.h"
 
+#include "../autograd/autograd.h"
+
 storage g_live = {.prev = &g_live, .next = &g_live};
 int64_t g_pending;
 
@@ -50,10 +52,45 @@ static storage *storage_new(lt_dtype dtype, int ndim, const int64_t *shape, int6
     return s;
 }
 
+/* A DATA leaf borrows a buffer (ir.h), and any IR of the current arena
+ * epoch may still read it: pending values, and view values cached in
+ * handles. The buffer's last holder may go before that IR does (the tensor
+ * is freed, a clone sharing the buffer is freed, or a sync of a subset
+ * rebinds the storage), so while the arena holds any node a dropped buffer
+ * waits in this list until the arena resets. */
+static lt_buffer **deferred;
+static size_t ndeferred, deferred_cap;
+static uint32_t deferred_epoch;
+
+static void flush_deferred(void) {
+    if (deferred_epoch == g_arena.epoch && g_arena.nodes > 0) return;
+    for (size_t i = 0; i < ndeferred; i++) buffer_release(deferred[i]);
+    ndeferred = 0;
+}
+
+static void drop_buffer(lt_buffer *b) {
+    if (!b) return;
+    if (LT_UNLIKELY(ndeferred)) flush_deferred();
+    if (g_arena.nodes == 0) {
+        buffer_release(b);
+        return;
+    }
+    if (ndeferred == deferred_cap) {
+        size_t c = deferred_cap ? deferred_cap * 2 : 64;
+        lt_buffer **q = core_realloc(deferred, c * sizeof *q);
+        if (!q) return; /* out of memory: leaking the buffer is safe, freeing it is not */
+        deferred = q;
+        deferred_cap = c;
+    }
+    deferred[ndeferred++] = b;
+    deferred_epoch = g_arena.epoch;
+}
+
 static void storage_release(storage *s) {
     if (--s->refs > 0) return;
+    if (LT_UNLIKELY(s->grad_owner != NULL)) ag_storage_free(s);
     if (s->node) g_pending--;
-    buffer_release(s->buf);
+    drop_buffer(s->buf);
     s->prev->next = s->next;
     s->next->prev = s->prev;
     pool_put(s);
@@ -120,17 +157,20 @@ lt_tensor *func_new_view(lt_tensor *b, int ndim, const int64_t *shape, const int
      * still mark it a view so that it shares mutations. */
     t->is_view = 1;
     t->overlaps = (uint8_t)geom_overlaps(ndim, shape, strides);
+    if (LT_UNLIKELY(b->ag == AG_DETACHED)) t->ag = AG_DETACHED; /* views of a detached alias stay outside */
     return t;
 }
 
 void func_free(lt_tensor *t) {
     storage *s = t->st;
+    if (LT_UNLIKELY(t->ag != NULL)) ag_handle_free(t);
     t->magic = LT_HANDLE_DEAD;
     pool_put(t);
     storage_release(s);
 }
 
 ir_node *storage_value_slow(storage *s) {
+    if (LT_UNLIKELY(ndeferred)) flush_deferred();
     ir_node *n = ir_data(s->buf, (lt_dtype)s->dtype, s->ndim, s->shape);
     if (!n) return NULL;
     s->leaf = n;
@@ -203,7 +243,7 @@ int func_assign(lt_tensor *t, ir_node *v) {
 }
 
 void func_materialize(storage *s, lt_buffer *buf) {
-    buffer_release(s->buf);
+    drop_buffer(s->buf);
     s->buf = buf;
     if (s->node) {
         s->node = NULL;

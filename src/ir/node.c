@@ -1,6 +1,8 @@
 /* Node creation and hashing: the hot path of tracing. */
 #include "ir.h"
 
+#include "../prof/prof.h"
+
 const op_info g_ops[LT_OP_COUNT] = {
 #define OP(name, arity, kind, flags) {#name, arity, kind, flags},
 #include "../ops.def"
@@ -72,6 +74,7 @@ lt_buffer *buffer_new(size_t nbytes) {
         return NULL;
     }
     b->nbytes = nbytes;
+    prof_bytes((double)nbytes); /* PeakBytes: live buffer bytes */
     b->refs = 1;
     b->mark = 0;
     b->slot = -1;
@@ -80,6 +83,7 @@ lt_buffer *buffer_new(size_t nbytes) {
 
 void buffer_release(lt_buffer *b) {
     if (b && --b->refs == 0) {
+        prof_bytes(-(double)b->nbytes);
         core_free(b->data);
         core_free(b);
     }

@@ -1,6 +1,9 @@
 /* Reference executor: node by node, a fresh buffer per value, released after
  * its last use. */
 #include "ref.h"
+#include "ref_nn.h"
+
+#include "../../prof/prof.h"
 
 typedef struct ref_exe {
     const exec_graph *g;
@@ -36,7 +39,7 @@ static void ref_free(void *p) {
     core_free(e);
 }
 
-static void run_node(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     switch ((enum lt_op)y->op) {
     case LT_OP_DATA: case LT_OP_COUNT: LT_ASSERT(0 && "not a kernel"); break;
     case LT_OP_FILL: ref_fill(y, sc, out); break;
@@ -56,10 +59,36 @@ static void run_node(const gnode *y, const ref_arg *in, const double *sc, void *
     case LT_OP_CAT: ref_cat(y, in, out); break;
     case LT_OP_AS_STRIDED: ref_as_strided(y, in, out); break;
     case LT_OP_AS_STRIDED_SCATTER: ref_as_strided_scatter(y, in, out); break;
+    case LT_OP_AS_STRIDED_BACKWARD: ref_as_strided_backward(y, in, out); break;
+    /* NN ops (ref_nn_*.c) */
+    case LT_OP_CONV2D: ref_conv2d(y, in, out); break;
+    case LT_OP_CONV2D_BWD_INPUT: ref_conv2d_bwd_input(y, in, out); break;
+    case LT_OP_CONV2D_BWD_WEIGHT: ref_conv2d_bwd_weight(y, in, out); break;
+    case LT_OP_MAX_POOL2D: case LT_OP_AVG_POOL2D: ref_pool2d(y, in, out); break;
+    case LT_OP_MAX_POOL2D_BWD: case LT_OP_AVG_POOL2D_BWD: ref_pool2d_bwd(y, in, out); break;
+    case LT_OP_ADAPTIVE_AVG_POOL2D: ref_adaptive_avg_pool2d(y, in, out); break;
+    case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: ref_adaptive_avg_pool2d_bwd(y, in, out); break;
+    case LT_OP_BN_STATS: ref_bn_stats(y, in, out); break;
+    case LT_OP_BN_APPLY: ref_bn_apply(y, in, sc, out); break;
+    case LT_OP_BN_BWD_INPUT: ref_bn_bwd_input(y, in, sc, out); break;
+    case LT_OP_BN_BWD_PARAMS: ref_bn_bwd_params(y, in, sc, out); break;
+    case LT_OP_LINEAR: ref_linear(y, in, out); break;
+    case LT_OP_DROPOUT: ref_dropout(y, in, sc, out); break;
+    case LT_OP_NLL_LOSS: ref_nll_loss(y, in, out); break;
+    case LT_OP_NLL_LOSS_BWD: ref_nll_loss_bwd(y, in, out); break;
+    case LT_OP_CROSS_ENTROPY: ref_cross_entropy(y, in, sc, out); break;
+    case LT_OP_CROSS_ENTROPY_BWD: ref_cross_entropy_bwd(y, in, sc, out); break;
+    case LT_OP_MSE_LOSS: ref_mse_loss(y, in, out); break;
+    case LT_OP_GATHER: ref_gather(y, in, out); break;
+    case LT_OP_SCATTER_ADD: ref_scatter_add(y, in, out); break;
+    case LT_OP_INDEX_SELECT: case LT_OP_EMBEDDING: ref_index_select(y, in, out); break;
+    case LT_OP_INDEX_ADD: ref_index_add(y, in, out); break;
     }
 }
 
-static int ref_run(void *p, lt_buffer *const *inputs, const double *scalars, lt_buffer **outputs) {
+static int ref_run(void *p, lt_buffer *const *inputs, const uint8_t *donatable, const double *scalars,
+                   lt_buffer **outputs) {
+    (void)donatable; /* the reference backend never writes in place */
     ref_exe *e = p;
     const exec_graph *g = e->g;
     lt_buffer **val = core_calloc((size_t)(g->n ? g->n : 1), sizeof *val);
@@ -85,7 +114,9 @@ static int ref_run(void *p, lt_buffer *const *inputs, const double *scalars, lt_
         }
         double sc[IR_MAX_SCALARS];
         for (int i = 0; i < IR_MAX_SCALARS; i++) sc[i] = y->sc_slot[i] >= 0 ? scalars[y->sc_slot[i]] : y->sc[i];
-        run_node(y, args, sc, val[k]->data);
+        uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS */
+        ref_run_node(y, args, sc, val[k]->data);
+        prof_kernel_end(g_ops[y->op].name, kt0);
         for (int i = 0; i < y->nin; i++)
             if (e->last_use[y->in[i]] == k) {
                 buffer_release(val[y->in[i]]);

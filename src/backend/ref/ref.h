@@ -71,6 +71,8 @@ static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, l
 }
 
 /* Kernels. `sc` holds the node's scalars with runtime values resolved. */
+/* Any op's reference kernel (the dispatch of ref.c; other backends fall back to it). */
+void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out);
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out);
 void ref_reduce(const gnode *y, const ref_arg *in, void *out);
 void ref_softmax(const gnode *y, const ref_arg *in, void *out);
@@ -78,6 +80,7 @@ void ref_matmul(const gnode *y, const ref_arg *in, void *out);
 void ref_cat(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out);
+void ref_as_strided_backward(const gnode *y, const ref_arg *in, void *out); /* ref_grad.c */
 void ref_fill(const gnode *y, const double *sc, void *out);
 
 #endif

@@ -1,64 +1,67 @@
-/* Reference reductions: one pass over the input, each element folded into
- * the output element it maps to. ia: SUM/MEAN/MAX/MIN [axis mask, keepdim];
- * ARGMAX/ARGMIN [dim, keepdim]. */
+/* Reference reductions: for each output element, a walk over the reduced
+ * coordinates (no scratch memory, so nothing here can fail). ia:
+ * SUM/MEAN/MAX/MIN [axis mask, keepdim]; ARGMAX/ARGMIN [dim, keepdim]. */
 #include "ref.h"
 
 void ref_reduce(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *a = &in[0];
     int op = y->op, nd = a->ndim;
     int argop = op == LT_OP_ARGMAX || op == LT_OP_ARGMIN;
+    int mx = op == LT_OP_MAX || op == LT_OP_ARGMAX;
     uint64_t mask = argop ? (nd ? 1ull << y->ia[0] : 0) : (uint64_t)y->ia[0];
-    int64_t ostride[LT_MAX_DIMS], st = 1;
+    int64_t istride[LT_MAX_DIMS], st = 1;
+    int kept[LT_MAX_DIMS], red[LT_MAX_DIMS], nk = 0, nr = 0;
     for (int d = nd - 1; d >= 0; d--) {
-        ostride[d] = (mask >> d) & 1 ? 0 : st;
-        if (!((mask >> d) & 1)) st *= a->shape[d];
+        istride[d] = st;
+        st *= a->shape[d];
     }
-    int64_t nout = y->numel, count = nout ? a->numel / nout : 0;
+    for (int d = 0; d < nd; d++) {
+        if ((mask >> d) & 1) red[nr++] = d;
+        else kept[nk++] = d;
+    }
+    int64_t count = 1;
+    for (int r = 0; r < nr; r++) count *= a->shape[red[r]];
     int fl = dtype_is_float(a->dtype);
-    double *facc = core_calloc((size_t)(nout ? nout : 1), sizeof *facc);
-    int64_t *iacc = core_calloc((size_t)(nout ? nout : 1), sizeof *iacc);
-    int64_t *arg = core_calloc((size_t)(nout ? nout : 1), sizeof *arg);
-    uint8_t *seen = core_calloc((size_t)(nout ? nout : 1), 1);
-    LT_ASSERT(facc && iacc && arg && seen); /* reference backend: test-sized data */
-    int64_t idx[LT_MAX_DIMS] = {0}, o = 0, pos = 0; /* pos: index along the argmax dim */
-    for (int64_t i = 0; i < a->numel; i++) {
-        double v = fl ? ld_f(a->data, a->dtype, i) : 0;
-        int64_t w = fl ? 0 : ld_i(a->data, a->dtype, i);
-        if (argop && nd) pos = idx[y->ia[0]];
-        if (op == LT_OP_SUM || op == LT_OP_MEAN) {
-            if (fl) facc[o] += v;
-            else iacc[o] = (int64_t)((uint64_t)iacc[o] + (uint64_t)w);
-        } else { /* MAX, MIN, ARGMAX, ARGMIN: NaN wins and stays */
-            int mx = op == LT_OP_MAX || op == LT_OP_ARGMAX;
-            int take;
-            if (!seen[o]) take = 1;
-            else if (fl) take = facc[o] == facc[o] && (v != v || (mx ? v > facc[o] : v < facc[o]));
-            else take = mx ? w > iacc[o] : w < iacc[o];
-            if (take) {
-                facc[o] = v;
-                iacc[o] = w;
-                arg[o] = pos;
+    int64_t kidx[LT_MAX_DIMS] = {0};
+    for (int64_t o = 0; o < y->numel; o++) {
+        int64_t base = 0;
+        for (int k = 0; k < nk; k++) base += kidx[k] * istride[kept[k]];
+        double facc = 0;
+        int64_t iacc = 0, arg = 0, ridx[LT_MAX_DIMS] = {0}, off = base;
+        for (int64_t j = 0; j < count; j++) {
+            double v = fl ? ld_f(a->data, a->dtype, off) : 0;
+            int64_t w = fl ? 0 : ld_i(a->data, a->dtype, off);
+            if (op == LT_OP_SUM || op == LT_OP_MEAN) {
+                if (fl) facc += v;
+                else iacc = (int64_t)((uint64_t)iacc + (uint64_t)w);
+            } else { /* MAX, MIN, ARGMAX, ARGMIN: the first NaN wins and stays */
+                int take;
+                if (j == 0) take = 1;
+                else if (fl) take = facc == facc && (v != v || (mx ? v > facc : v < facc));
+                else take = mx ? w > iacc : w < iacc;
+                if (take) {
+                    facc = v;
+                    iacc = w;
+                    arg = nr ? ridx[0] : 0;
+                }
             }
-            seen[o] = 1;
+            for (int r = nr - 1; r >= 0; r--) { /* next reduced coordinate */
+                int d = red[r];
+                off += istride[d];
+                if (++ridx[r] < a->shape[d]) break;
+                off -= istride[d] * ridx[r];
+                ridx[r] = 0;
+            }
         }
-        for (int d = nd - 1; d >= 0; d--) {
-            idx[d]++;
-            o += ostride[d];
-            if (idx[d] < a->shape[d]) break;
-            o -= ostride[d] * idx[d];
-            idx[d] = 0;
+        if (argop) st_i(out, (lt_dtype)y->dtype, o, arg);
+        else if (op == LT_OP_MEAN) st_f(out, (lt_dtype)y->dtype, o, facc / (double)count);
+        else if (fl) st_f(out, (lt_dtype)y->dtype, o, facc);
+        else st_i(out, (lt_dtype)y->dtype, o, iacc);
+        for (int k = nk - 1; k >= 0; k--) { /* next output element */
+            if (++kidx[k] < a->shape[kept[k]]) break;
+            kidx[k] = 0;
         }
     }
-    for (int64_t k = 0; k < nout; k++) {
-        if (argop) st_i(out, (lt_dtype)y->dtype, k, arg[k]);
-        else if (op == LT_OP_MEAN) st_f(out, (lt_dtype)y->dtype, k, facc[k] / (double)count);
-        else if (fl) st_f(out, (lt_dtype)y->dtype, k, facc[k]);
-        else st_i(out, (lt_dtype)y->dtype, k, iacc[k]);
-    }
-    core_free(facc);
-    core_free(iacc);
-    core_free(arg);
-    core_free(seen);
 }
 
 /* ia: [dim]. Max-subtracted, in double. */

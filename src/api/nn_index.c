@@ -1,0 +1,148 @@
+/* Indexing: gather / scatter_add, index_select / index_add, embedding.
+ * Indices are int64; the kernels read 0 for (gathers) or skip (scatters)
+ * an index outside the indexed dim, since nothing can fail at run time.
+ * ia: GATHER [dim, a's shape...], INDEX_SELECT [dim, a.size(dim)],
+ * EMBEDDING [V], SCATTER_ADD / INDEX_ADD [dim]: the forward nodes carry
+ * the input size their backward must produce. */
+#include "nn_util.h"
+
+/* index.size(d) <= t.size(d) for every d (except `skip`, -1 for none). */
+static int index_fits(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t, int skip) {
+    for (int d = 0; d < index->ndim; d++)
+        if (d != skip && index->shape[d] > t->shape[d]) {
+            err_set(LT_ERR_SHAPE, "%s: argument 'index' %s is larger than '%s' %s in dim %d", fn,
+                    SHAPE_STR(index->ndim, index->shape), arg, SHAPE_STR(t->ndim, t->shape), d);
+            return -1;
+        }
+    return 0;
+}
+
+static int wrap(const char *fn, int dim, const lt_tensor *a) {
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0) err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
+    return d;
+}
+
+static int same_ndim(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t) {
+    if (index->ndim == t->ndim) return 0;
+    err_set(LT_ERR_SHAPE, "%s: argument 'index' %s must have as many dims as '%s' %s", fn,
+            SHAPE_STR(index->ndim, index->shape), arg, SHAPE_STR(t->ndim, t->shape));
+    return -1;
+}
+
+lt_tensor *lt_gather(lt_tensor *a, int dim, lt_tensor *index) {
+    static const char fn[] = "lt_gather";
+    API_ENTER();
+    if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_int64(fn, "index", index)) return NULL;
+    int d = wrap(fn, dim, a);
+    if (d < 0 || same_ndim(fn, index, "a", a) || index_fits(fn, index, "a", a, d)) return NULL;
+    int64_t ia[1 + LT_MAX_DIMS] = {d};
+    memcpy(ia + 1, a->shape, (size_t)a->ndim * 8);
+    lt_tensor *in[2] = {a, index};
+    lt_tensor *t = nn_node(LT_OP_GATHER, (lt_dtype)a->dtype, index->ndim, index->shape, 2, in, 1 + a->ndim, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    static const char fn[] = "nn_scatter_add";
+    API_ENTER();
+    if (api_check(fn, "base", base) || api_check(fn, "index", index) || api_check(fn, "src", src) ||
+        nn_int64(fn, "index", index) || nn_same_dtype(fn, "src", src, "base", base))
+        return NULL;
+    int d = wrap(fn, dim, base);
+    if (d < 0 || same_ndim(fn, index, "base", base) || same_ndim(fn, index, "src", src) ||
+        index_fits(fn, index, "base", base, d) || index_fits(fn, index, "src", src, -1))
+        return NULL;
+    int64_t ia[1] = {d};
+    lt_tensor *in[3] = {base, index, src};
+    lt_tensor *t = nn_node(LT_OP_SCATTER_ADD, (lt_dtype)base->dtype, base->ndim, base->shape, 3, in, 1, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+/* a's shape with dim replaced by the index's element count. */
+static int selected_shape(const char *fn, const lt_tensor *a, int d, const lt_tensor *index, int64_t *shape) {
+    if (a->ndim < 1 || index->ndim > 1) {
+        err_set(LT_ERR_SHAPE, "%s: needs a tensor with at least 1 dim and a 0-d or 1-d 'index', got %s and %s", fn,
+                SHAPE_STR(a->ndim, a->shape), SHAPE_STR(index->ndim, index->shape));
+        return -1;
+    }
+    memcpy(shape, a->shape, (size_t)a->ndim * 8);
+    shape[d] = index->numel;
+    return 0;
+}
+
+lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index) {
+    static const char fn[] = "lt_index_select";
+    API_ENTER();
+    if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_int64(fn, "index", index)) return NULL;
+    int64_t shape[LT_MAX_DIMS];
+    int d = wrap(fn, dim, a);
+    if (d < 0 || selected_shape(fn, a, d, index, shape)) return NULL;
+    int64_t ia[2] = {d, a->shape[d]};
+    lt_tensor *in[2] = {a, index};
+    lt_tensor *t = nn_node(LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, a->ndim, shape, 2, in, 2, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    static const char fn[] = "nn_index_add";
+    API_ENTER();
+    if (api_check(fn, "base", base) || api_check(fn, "index", index) || api_check(fn, "src", src) ||
+        nn_int64(fn, "index", index) || nn_same_dtype(fn, "src", src, "base", base))
+        return NULL;
+    int64_t shape[LT_MAX_DIMS];
+    int d = wrap(fn, dim, base);
+    if (d < 0 || selected_shape(fn, base, d, index, shape)) return NULL;
+    if (src->ndim != base->ndim || memcmp(src->shape, shape, (size_t)base->ndim * 8))
+        return err_set(LT_ERR_SHAPE, "%s: argument 'src' has shape %s; expected %s", fn, SHAPE_STR(src->ndim, src->shape),
+                       SHAPE_STR(base->ndim, shape));
+    int64_t ia[1] = {d};
+    lt_tensor *in[3] = {base, index, src};
+    lt_tensor *t = nn_node(LT_OP_INDEX_ADD, (lt_dtype)base->dtype, base->ndim, base->shape, 3, in, 1, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices) {
+    static const char fn[] = "lt_embedding";
+    API_ENTER();
+    if (api_check(fn, "weight", weight) || api_check(fn, "indices", indices) || nn_int64(fn, "indices", indices) ||
+        nn_ndim(fn, "weight", weight, 2, "(V, D)"))
+        return NULL;
+    if (indices->ndim >= LT_MAX_DIMS)
+        return err_set(LT_ERR_SHAPE, "%s: argument 'indices' %s leaves no room for the embedding dim", fn,
+                       SHAPE_STR(indices->ndim, indices->shape));
+    int64_t shape[LT_MAX_DIMS];
+    memcpy(shape, indices->shape, (size_t)indices->ndim * 8);
+    shape[indices->ndim] = weight->shape[1];
+    int64_t ia[1] = {weight->shape[0]};
+    lt_tensor *in[2] = {weight, indices};
+    lt_tensor *t = nn_node(LT_OP_EMBEDDING, (lt_dtype)weight->dtype, indices->ndim + 1, shape, 2, in, 1, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+/* zeros (V, D) + grad rows added at indices: one INDEX_ADD whose index is
+ * read flat and whose src (..., D) is laid out as (M, D) (ref_index_add). */
+lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights) {
+    static const char fn[] = "nn_embedding_backward";
+    API_ENTER();
+    if (api_check(fn, "grad_out", grad_out) || api_check(fn, "indices", indices) || nn_int64(fn, "indices", indices))
+        return NULL;
+    if (grad_out->ndim != indices->ndim + 1 || memcmp(grad_out->shape, indices->shape, (size_t)indices->ndim * 8))
+        return err_set(LT_ERR_SHAPE, "%s: argument 'grad_out' %s must be indices' shape %s plus the embedding dim", fn,
+                       SHAPE_STR(grad_out->ndim, grad_out->shape), SHAPE_STR(indices->ndim, indices->shape));
+    int64_t shape[2] = {num_weights, grad_out->shape[grad_out->ndim - 1]}, ia[1] = {0};
+    if (shape_numel_checked(fn, 2, shape) < 0) return NULL;
+    double zero = 0;
+    ir_node *in[3] = {ir_new(LT_OP_FILL, (lt_dtype)grad_out->dtype, 2, shape, 0, NULL, 0, NULL, 1, &zero),
+                      func_value(indices), func_value(grad_out)};
+    if (!in[0] || !in[1] || !in[2]) return NULL;
+    ir_node *n = ir_new(LT_OP_INDEX_ADD, (lt_dtype)grad_out->dtype, 2, shape, 3, in, 1, ia, 0, NULL);
+    lt_tensor *t = n ? func_new(n) : NULL;
+    API_LEAVE(fn, t);
+    return t;
+}

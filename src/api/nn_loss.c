@@ -1,0 +1,113 @@
+/* Losses with mean reduction: nll_loss, cross_entropy (with PyTorch's
+ * label smoothing), mse_loss; one node each, a 0-d result. Targets are
+ * class indices (N) int64; those outside [0, C) are ignored (ref_nn_loss.c). */
+#include "nn_util.h"
+
+/* input (N, C) float and target (N) int64. */
+static int check_class_args(const char *fn, const char *arg, const lt_tensor *in, const lt_tensor *target) {
+    if (api_check(fn, arg, in) || api_check(fn, "target", target) || nn_float(fn, arg, in) ||
+        nn_ndim(fn, arg, in, 2, "(N, C)") || nn_int64(fn, "target", target))
+        return -1;
+    if (target->ndim == 1 && target->shape[0] == in->shape[0]) return 0;
+    err_set(LT_ERR_SHAPE, "%s: argument 'target' has shape %s; expected (N) = [%lld] for '%s' %s", fn,
+            SHAPE_STR(target->ndim, target->shape), (long long)in->shape[0], arg, SHAPE_STR(2, in->shape));
+    return -1;
+}
+
+static int check_grad0(const char *fn, const lt_tensor *g) {
+    if (api_check(fn, "grad_out", g) || nn_float(fn, "grad_out", g)) return -1;
+    if (g->numel == 1) return 0;
+    err_set(LT_ERR_SHAPE, "%s: argument 'grad_out' must hold the loss's one element, got shape %s", fn,
+            SHAPE_STR(g->ndim, g->shape));
+    return -1;
+}
+
+static int check_ls(const char *fn, double ls) {
+    if (ls >= 0 && ls <= 1) return 0;
+    err_set(LT_ERR_ARG, "%s: argument 'label_smoothing' is %g; must be in [0, 1]", fn, ls);
+    return -1;
+}
+
+lt_tensor *lt_nll_loss(lt_tensor *logp, lt_tensor *target) {
+    static const char fn[] = "lt_nll_loss";
+    API_ENTER();
+    if (check_class_args(fn, "logp", logp, target)) return NULL;
+    int64_t ia[1] = {logp->shape[1]}; /* C, for the backward */
+    lt_tensor *in[2] = {logp, target};
+    lt_tensor *t = nn_node(LT_OP_NLL_LOSS, (lt_dtype)logp->dtype, 0, NULL, 2, in, 1, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_nll_loss_backward(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes) {
+    static const char fn[] = "nn_nll_loss_backward";
+    API_ENTER();
+    if (check_grad0(fn, grad_out) || api_check(fn, "target", target) || nn_int64(fn, "target", target) ||
+        nn_ndim(fn, "target", target, 1, "(N)"))
+        return NULL;
+    int64_t shape[2] = {target->shape[0], num_classes};
+    if (shape_numel_checked(fn, 2, shape) < 0) return NULL;
+    lt_tensor *in[2] = {grad_out, target};
+    lt_tensor *t = nn_node(LT_OP_NLL_LOSS_BWD, (lt_dtype)grad_out->dtype, 2, shape, 2, in, 0, NULL, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
+    static const char fn[] = "lt_cross_entropy";
+    API_ENTER();
+    if (check_class_args(fn, "logits", logits, target) || check_ls(fn, label_smoothing)) return NULL;
+    lt_tensor *in[2] = {logits, target};
+    lt_tensor *t = nn_node(LT_OP_CROSS_ENTROPY, (lt_dtype)logits->dtype, 0, NULL, 2, in, 0, NULL, 1, &label_smoothing);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_cross_entropy_backward(lt_tensor *grad_out, lt_tensor *logits, lt_tensor *target,
+                                     double label_smoothing) {
+    static const char fn[] = "nn_cross_entropy_backward";
+    API_ENTER();
+    if (check_grad0(fn, grad_out) || check_class_args(fn, "logits", logits, target) ||
+        nn_same_dtype(fn, "grad_out", grad_out, "logits", logits) || check_ls(fn, label_smoothing))
+        return NULL;
+    lt_tensor *in[3] = {grad_out, logits, target};
+    lt_tensor *t = nn_node(LT_OP_CROSS_ENTROPY_BWD, (lt_dtype)logits->dtype, 2, logits->shape, 3, in, 0, NULL, 1,
+                           &label_smoothing);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+static int check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b) {
+    if (api_check(fn, "a", a) || api_check(fn, "b", b) || nn_float(fn, "a", a) || nn_same_dtype(fn, "b", b, "a", a))
+        return -1;
+    if (a->ndim == b->ndim && !memcmp(a->shape, b->shape, (size_t)a->ndim * 8)) return 0;
+    err_set(LT_ERR_SHAPE, "%s: arguments 'a' %s and 'b' %s must have the same shape", fn, SHAPE_STR(a->ndim, a->shape),
+            SHAPE_STR(b->ndim, b->shape));
+    return -1;
+}
+
+lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b) {
+    static const char fn[] = "lt_mse_loss";
+    API_ENTER();
+    if (check_pair(fn, a, b)) return NULL;
+    lt_tensor *in[2] = {a, b};
+    lt_tensor *t = nn_node(LT_OP_MSE_LOSS, (lt_dtype)a->dtype, 0, NULL, 2, in, 0, NULL, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+/* d mean((a - b)^2) / da = 2 (a - b) g / numel: backward, so several public
+ * ops are fine here (DESIGN 2.1 binds the forward). */
+lt_tensor *nn_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b) {
+    static const char fn[] = "nn_mse_loss_backward";
+    if (check_grad0(fn, grad_out) || check_pair(fn, a, b) || nn_same_dtype(fn, "grad_out", grad_out, "a", a))
+        return NULL;
+    lt_tensor *d = lt_sub(a, b);
+    lt_tensor *s = lt_mul_scalar(d, a->numel ? 2.0 / (double)a->numel : NAN);
+    lt_tensor *g0 = grad_out->ndim ? lt_reshape(grad_out, 0, NULL) : NULL;
+    lt_tensor *t = lt_mul(s, g0 ? g0 : grad_out);
+    lt_free(d);
+    lt_free(s);
+    lt_free(g0);
+    return t;
+}

@@ -1,0 +1,123 @@
+/* Pooling: max, average (count_include_pad), adaptive average; shape rules
+ * as PyTorch with ceil_mode false. ia of MAX/AVG: [kH, kW, sH, sW, pH, pW,
+ * H, W], of ADAPTIVE: [oH, oW, H, W]; their backward ops use the same ia.
+ * The input size H, W is repeated in ia so that a node alone tells its
+ * backward the shape to produce. */
+#include "nn_util.h"
+
+static int check_x(const char *fn, const char *arg, const lt_tensor *x) {
+    if (nn_ndim(fn, arg, x, 4, "(N, C, H, W)") || nn_float(fn, arg, x)) return -1;
+    return 0;
+}
+
+/* kernel, stride (NULL: kernel), padding (NULL: 0) -> ia; the output
+ * shape of pooling an (N, C, H, W) input. PyTorch's rules: padding at
+ * most half the kernel, and at least one output element per dim. */
+static int pool_shape(const char *fn, const int64_t *in, const int64_t *kernel, const int64_t *stride,
+                      const int64_t *padding, int64_t ia[8], int64_t out[4]) {
+    if (!kernel) {
+        err_set(LT_ERR_NULL, "%s: argument 'kernel' is NULL", fn);
+        return -1;
+    }
+    if (nn_pair(fn, "kernel", kernel, 1, 1, ia) || nn_pair(fn, "stride", stride ? stride : kernel, 1, 1, ia + 2) ||
+        nn_pair(fn, "padding", padding, 0, 0, ia + 4))
+        return -1;
+    out[0] = in[0];
+    out[1] = in[1];
+    for (int i = 0; i < 2; i++) {
+        if (ia[4 + i] > ia[i] / 2) {
+            err_set(LT_ERR_ARG, "%s: padding %lld in dim %d must be at most half the kernel size %lld", fn,
+                    (long long)ia[4 + i], 2 + i, (long long)ia[i]);
+            return -1;
+        }
+        int64_t span = in[2 + i] + 2 * ia[4 + i] - ia[i];
+        if (span < 0) {
+            err_set(LT_ERR_SHAPE, "%s: kernel [%lld, %lld] is larger than the padded input %s (padding [%lld, %lld])",
+                    fn, (long long)ia[0], (long long)ia[1], SHAPE_STR(4, in), (long long)ia[4], (long long)ia[5]);
+            return -1;
+        }
+        out[2 + i] = span / ia[2 + i] + 1;
+        ia[6 + i] = in[2 + i];
+    }
+    return 0;
+}
+
+static lt_tensor *pool(const char *fn, int op, lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                       const int64_t *padding) {
+    API_ENTER();
+    if (api_check(fn, "x", x) || check_x(fn, "x", x)) return NULL;
+    int64_t ia[8], shape[4];
+    if (pool_shape(fn, x->shape, kernel, stride, padding, ia, shape)) return NULL;
+    lt_tensor *t = nn_node(op, (lt_dtype)x->dtype, 4, shape, 1, &x, 8, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]) {
+    return pool("lt_max_pool2d", LT_OP_MAX_POOL2D, x, kernel, stride, padding);
+}
+lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]) {
+    return pool("lt_avg_pool2d", LT_OP_AVG_POOL2D, x, kernel, stride, padding);
+}
+
+
+lt_tensor *nn_max_pool2d_backward(lt_tensor *grad_out, lt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                  const int64_t padding[2]) {
+    static const char fn[] = "nn_max_pool2d_backward";
+    API_ENTER();
+    if (api_check(fn, "grad_out", grad_out) || api_check(fn, "x", x) || check_x(fn, "x", x) ||
+        nn_same_dtype(fn, "grad_out", grad_out, "x", x))
+        return NULL;
+    int64_t ia[8], shape[4];
+    if (pool_shape(fn, x->shape, kernel, stride, padding, ia, shape) || nn_check_grad(fn, grad_out, shape)) return NULL;
+    lt_tensor *in[2] = {grad_out, x};
+    lt_tensor *t = nn_node(LT_OP_MAX_POOL2D_BWD, (lt_dtype)x->dtype, 4, x->shape, 2, in, 8, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4], const int64_t kernel[2],
+                                  const int64_t stride[2], const int64_t padding[2]) {
+    static const char fn[] = "nn_avg_pool2d_backward";
+    API_ENTER();
+    if (api_check(fn, "grad_out", grad_out) || nn_float(fn, "grad_out", grad_out)) return NULL;
+    if (!in_shape) return err_set(LT_ERR_NULL, "%s: argument 'in_shape' is NULL", fn);
+    if (shape_numel_checked(fn, 4, in_shape) < 0) return NULL;
+    int64_t ia[8], shape[4];
+    if (pool_shape(fn, in_shape, kernel, stride, padding, ia, shape) || nn_check_grad(fn, grad_out, shape)) return NULL;
+    lt_tensor *t = nn_node(LT_OP_AVG_POOL2D_BWD, (lt_dtype)grad_out->dtype, 4, in_shape, 1, &grad_out, 8, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t out_hw[2]) {
+    static const char fn[] = "lt_adaptive_avg_pool2d";
+    API_ENTER();
+    if (api_check(fn, "x", x) || check_x(fn, "x", x)) return NULL;
+    if (!out_hw) return err_set(LT_ERR_NULL, "%s: argument 'out_hw' is NULL", fn);
+    int64_t ia[4] = {0, 0, x->shape[2], x->shape[3]}, shape[4] = {x->shape[0], x->shape[1], 0, 0};
+    if (nn_pair(fn, "out_hw", out_hw, 1, 1, ia)) return NULL;
+    if (x->shape[2] < 1 || x->shape[3] < 1)
+        return err_set(LT_ERR_SHAPE, "%s: argument 'x' %s has an empty spatial dim", fn, SHAPE_STR(4, x->shape));
+    shape[2] = ia[0];
+    shape[3] = ia[1];
+    lt_tensor *t = nn_node(LT_OP_ADAPTIVE_AVG_POOL2D, (lt_dtype)x->dtype, 4, shape, 1, &x, 4, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *nn_adaptive_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4]) {
+    static const char fn[] = "nn_adaptive_avg_pool2d_backward";
+    API_ENTER();
+    if (api_check(fn, "grad_out", grad_out) || check_x(fn, "grad_out", grad_out)) return NULL;
+    if (!in_shape) return err_set(LT_ERR_NULL, "%s: argument 'in_shape' is NULL", fn);
+    if (shape_numel_checked(fn, 4, in_shape) < 0) return NULL;
+    if (in_shape[0] != grad_out->shape[0] || in_shape[1] != grad_out->shape[1] || in_shape[2] < 1 || in_shape[3] < 1)
+        return err_set(LT_ERR_SHAPE, "%s: 'in_shape' %s does not fit 'grad_out' %s", fn, SHAPE_STR(4, in_shape),
+                       SHAPE_STR(4, grad_out->shape));
+    int64_t ia[4] = {grad_out->shape[2], grad_out->shape[3], in_shape[2], in_shape[3]};
+    lt_tensor *t =
+        nn_node(LT_OP_ADAPTIVE_AVG_POOL2D_BWD, (lt_dtype)grad_out->dtype, 4, in_shape, 1, &grad_out, 4, ia, 0, NULL);
+    API_LEAVE(fn, t);
+    return t;
+}

@@ -1,0 +1,155 @@
+/* Backward dispatch, the temporaries of formulas, and the elementwise
+ * formulas. Gradients come back in the op's broadcast shape; the engine
+ * reduces them to each input's shape. */
+#include "backward.h"
+
+static lt_tensor **tmps;
+static size_t ntmp, tmp_cap;
+
+lt_tensor *ag_tmp(lt_tensor *t) {
+    if (!t) return NULL;
+    if (ntmp == tmp_cap) {
+        size_t c = tmp_cap ? tmp_cap * 2 : 64;
+        lt_tensor **q = core_realloc(tmps, c * sizeof *q);
+        if (!q) { /* cannot track it: leak one handle rather than free it early */
+            return t;
+        }
+        tmps = q;
+        tmp_cap = c;
+    }
+    tmps[ntmp++] = t;
+    return t;
+}
+
+void ag_tmp_free_all(void) {
+    while (ntmp) func_free(tmps[--ntmp]);
+}
+
+lt_tensor *ag_zero0(lt_dtype dt) { return K(lt_full(0.0, dt, 0, NULL)); }
+lt_tensor *ag_same(lt_tensor *g) { return lt_clone(g); }
+
+int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    lt_dtype dt = (lt_dtype)f->dtype;
+    double s = f->sc[0];
+    switch (f->op) {
+    case LT_OP_ADD: case LT_OP_ADD_SCALAR: case LT_OP_CAST: /* CAST: the engine casts back */
+        for (int i = 0; i < f->nin; i++)
+            if (NEED(i)) gi[i] = ag_same(g);
+        break;
+    case LT_OP_SUB:
+        if (NEED(0)) gi[0] = ag_same(g);
+        if (NEED(1)) gi[1] = lt_neg(g);
+        break;
+    case LT_OP_MUL:
+        if (NEED(0)) gi[0] = lt_mul(g, SAVED(1));
+        if (NEED(1)) gi[1] = lt_mul(g, SAVED(0));
+        break;
+    case LT_OP_DIV: { /* d(a/b)/db = -out/b */
+        lt_tensor *q = lt_div(g, SAVED(1));
+        if (NEED(1)) gi[1] = lt_neg(K(lt_mul(q, OUT)));
+        if (NEED(0)) gi[0] = q;
+        else K(q);
+        break;
+    }
+    case LT_OP_MAXIMUM: case LT_OP_MINIMUM: { /* ties split the gradient evenly, as PyTorch */
+        lt_tensor *win = K(f->op == LT_OP_MAXIMUM ? lt_gt(SAVED(0), SAVED(1)) : lt_lt(SAVED(0), SAVED(1)));
+        lt_tensor *tie = K(lt_eq(SAVED(0), SAVED(1)));
+        lt_tensor *ga = lt_add(K(lt_mul(g, win)), K(lt_mul(K(lt_mul_scalar(g, 0.5)), tie)));
+        if (NEED(1)) gi[1] = lt_sub(g, ga);
+        if (NEED(0)) gi[0] = ga;
+        else K(ga);
+        break;
+    }
+    case LT_OP_POW:
+        if (NEED(0)) /* b * a^(b-1) */
+            gi[0] = lt_mul(g, K(lt_mul(SAVED(1), K(lt_pow(SAVED(0), K(lt_add_scalar(SAVED(1), -1.0)))))));
+        if (NEED(1)) gi[1] = lt_mul(K(lt_mul(g, OUT)), K(lt_log(SAVED(0))));
+        break;
+    case LT_OP_MUL_SCALAR: gi[0] = lt_mul_scalar(g, s); break;
+    case LT_OP_POW_SCALAR:
+        if (s == 0) gi[0] = lt_zeros(dt, g->ndim, g->shape);
+        else gi[0] = lt_mul_scalar(K(lt_mul(g, K(lt_pow_scalar(SAVED(0), s - 1.0)))), s);
+        break;
+    case LT_OP_CLAMP: gi[0] = lt_mul(g, K(lt_eq(OUT, SAVED(0)))); break; /* inside [lo, hi] */
+    case LT_OP_NEG: gi[0] = lt_neg(g); break;
+    case LT_OP_EXP: gi[0] = lt_mul(g, OUT); break;
+    case LT_OP_LOG: gi[0] = lt_div(g, SAVED(0)); break;
+    case LT_OP_SQRT: gi[0] = lt_mul_scalar(K(lt_div(g, OUT)), 0.5); break;
+    case LT_OP_RSQRT: gi[0] = lt_mul_scalar(K(lt_mul(g, K(lt_pow_scalar(OUT, 3.0)))), -0.5); break;
+    case LT_OP_ABS: { /* sign(a), 0 at 0 */
+        lt_tensor *z = ag_zero0((lt_dtype)SAVED(0)->dtype);
+        gi[0] = lt_sub(K(lt_mul(g, K(lt_gt(SAVED(0), z)))), K(lt_mul(g, K(lt_lt(SAVED(0), z)))));
+        break;
+    }
+    case LT_OP_RELU: gi[0] = lt_mul(g, K(lt_gt(OUT, ag_zero0(dt)))); break;
+    case LT_OP_TANH: { /* g (1 - out^2) */
+        lt_tensor *t = K(lt_mul(g, OUT));
+        gi[0] = lt_sub(g, K(lt_mul(t, OUT)));
+        break;
+    }
+    case LT_OP_SIGMOID: { /* g out (1 - out) */
+        lt_tensor *t = K(lt_mul(g, OUT));
+        gi[0] = lt_sub(t, K(lt_mul(t, OUT)));
+        break;
+    }
+    case LT_OP_LERP:
+        if (NEED(0)) gi[0] = lt_mul_scalar(g, 1.0 - s);
+        if (NEED(1)) gi[1] = lt_mul_scalar(g, s);
+        break;
+    case LT_OP_WHERE: {
+        lt_tensor *z = ag_zero0(dt);
+        if (NEED(1)) gi[1] = lt_where(SAVED(0), g, z);
+        if (NEED(2)) gi[2] = lt_where(SAVED(0), z, g);
+        break;
+    }
+    case LT_OP_ADDCMUL: /* a + v t1 t2 */
+        if (NEED(0)) gi[0] = ag_same(g);
+        if (NEED(1)) gi[1] = lt_mul_scalar(K(lt_mul(g, SAVED(2))), s);
+        if (NEED(2)) gi[2] = lt_mul_scalar(K(lt_mul(g, SAVED(1))), s);
+        break;
+    case LT_OP_ADDCDIV: { /* a + v t1 / t2 */
+        if (NEED(0)) gi[0] = ag_same(g);
+        if (!NEED(1) && !NEED(2)) break;
+        lt_tensor *q = lt_mul_scalar(K(lt_div(g, SAVED(2))), s);
+        if (NEED(2)) gi[2] = lt_neg(K(lt_div(K(lt_mul(q, SAVED(1))), SAVED(2))));
+        if (NEED(1)) gi[1] = q;
+        else K(q);
+        break;
+    }
+    default: LT_ASSERT(0 && "not an elementwise GRAD op");
+    }
+    return 0;
+}
+
+/* Without default: a new op row makes the compiler name its missing case. */
+int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    if (f->op == AG_LEAF) return 0;
+    switch ((enum lt_op)f->op) {
+    case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_DIV: case LT_OP_MAXIMUM: case LT_OP_MINIMUM:
+    case LT_OP_POW: case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP:
+    case LT_OP_NEG: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS:
+    case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+        return ag_bw_elementwise(f, g, gi);
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: return ag_bw_reduce(f, g, gi);
+    case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: return ag_bw_softmax(f, g, gi);
+    case LT_OP_MATMUL: return ag_bw_matmul(f, g, gi);
+    case LT_OP_CAT: return ag_bw_cat(f, g, gi);
+    case LT_OP_AS_STRIDED: return ag_bw_strided(f, g, gi);
+    case LT_OP_AS_STRIDED_SCATTER: return ag_bw_scatter(f, g, gi);
+    case LT_OP_CONV2D: case LT_OP_MAX_POOL2D: case LT_OP_AVG_POOL2D: case LT_OP_ADAPTIVE_AVG_POOL2D:
+    case LT_OP_BN_APPLY: case LT_OP_LINEAR: case LT_OP_DROPOUT: case LT_OP_NLL_LOSS: case LT_OP_CROSS_ENTROPY:
+    case LT_OP_MSE_LOSS: case LT_OP_GATHER: case LT_OP_INDEX_SELECT: case LT_OP_EMBEDDING:
+        return ag_bw_nn(f, g, gi);
+    /* not differentiable: never recorded (no GRAD flag, or an integer result) */
+    case LT_OP_DATA: case LT_OP_FILL: case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT:
+    case LT_OP_GE: case LT_OP_ARGMAX: case LT_OP_ARGMIN: case LT_OP_COUNT:
+    case LT_OP_CONV2D_BWD_INPUT: case LT_OP_CONV2D_BWD_WEIGHT: case LT_OP_MAX_POOL2D_BWD: case LT_OP_AVG_POOL2D_BWD:
+    case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: case LT_OP_BN_STATS: case LT_OP_BN_BWD_INPUT: case LT_OP_BN_BWD_PARAMS:
+    case LT_OP_NLL_LOSS_BWD: case LT_OP_CROSS_ENTROPY_BWD: case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD:
+    case LT_OP_AS_STRIDED_BACKWARD:
+        break;
+    }
+    LT_ASSERT(0 && "backward of an op that is not differentiable");
+    return -1;
+}

@@ -1,0 +1,280 @@
+/* The cpu backend: compile = passes, fusion, memory plan; run = allocate
+ * every slot up front (so a failure never leaves a donated input half
+ * written), then the kernels in order. Ops without a fast kernel run the
+ * reference kernel for their node, counted in FallbackOps. */
+#include "cpu.h"
+
+#include "../../exec/passes.h"
+#include "../../prof/prof.h"
+#include "../ref/ref.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+typedef struct cpu_exe {
+    exec_graph *g; /* the optimized graph (owned) */
+    kernel *k;
+    int nk;
+    plan pl;
+    char *arena;   /* temp slots; kept across runs so a steady loop allocates nothing here */
+    char *scratch; /* tile registers, per thread */
+    size_t scratch_stride;
+    int maxread, maxwrite, maxins;
+    size_t io_bytes; /* outputs and inputs, for PeakBytes */
+} cpu_exe;
+
+static int debug_guards;
+void cpu_set_debug_guards(int on) { debug_guards = on; }
+#define GUARD 64
+#define GUARD_BYTE 0xa5
+
+static int nthreads(void) {
+#ifdef _OPENMP
+    static int threads_set;
+    if (!threads_set) {
+        /* One thread runtime for our loops and oneDNN's: set once. */
+        if (g_config.num_threads > 0) omp_set_num_threads(g_config.num_threads);
+        threads_set = 1;
+#ifdef __GLIBC__
+        /* Step outputs are large and recur every step: keep them in the heap
+         * instead of mmap/munmap per buffer, whose page faults cost more
+         * than the kernels (measured: 10x on an 11M-element group). */
+        mallopt(M_MMAP_THRESHOLD, 1 << 30);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+    }
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int cpu_supports(int op) {
+    (void)op;
+    return 1; /* every op runs: fast kernel or the reference fallback */
+}
+
+static void cpu_free(void *p) {
+    cpu_exe *e = p;
+    if (!e) return;
+    cpu_kernels_free(e->k, e->nk);
+    cpu_plan_free(&e->pl);
+    exec_graph_free(e->g);
+    core_free(e->arena);
+    core_free(e->scratch);
+    core_free(e);
+}
+
+static void *cpu_compile(const exec_graph *g0) {
+    cpu_exe *e = core_calloc(1, sizeof *e);
+    if (!e) return NULL;
+    if (!(e->g = exec_optimize(g0)) || cpu_fuse(e->g, &e->k, &e->nk) || cpu_plan(e->g, e->k, e->nk, &e->pl)) {
+        cpu_free(e);
+        return NULL;
+    }
+    size_t sb = 0;
+    e->maxread = e->maxwrite = e->maxins = 1;
+    for (int j = 0; j < e->nk; j++) {
+        kernel *kn = &e->k[j];
+        if (kn->nread > e->maxread) e->maxread = kn->nread;
+        if (kn->nwrite > e->maxwrite) e->maxwrite = kn->nwrite;
+        if (kn->prog) {
+            if (kn->prog->nins > e->maxins) e->maxins = kn->prog->nins;
+            size_t b = tile_scratch_bytes(kn->prog);
+            if (b > sb) sb = b;
+        }
+    }
+    e->scratch_stride = (sb + 63) & ~(size_t)63;
+    if (sb && !(e->scratch = core_aligned_alloc(e->scratch_stride * (size_t)nthreads()))) {
+        cpu_free(e);
+        return NULL;
+    }
+    for (int s = 0; s < e->pl.nslots; s++)
+        if (e->pl.slots[s].kind != SLOT_TEMP) e->io_bytes += e->pl.slots[s].nbytes;
+    return e;
+}
+
+/* Copies between a contiguous buffer and a strided window of another, in
+ * elements of es bytes: gather (to_window 0) or scatter (to_window 1). */
+static void strided_copy(char *contig, char *win, size_t es, int nd, const int64_t *shape, const int64_t *str,
+                         int64_t offset, int64_t numel, int to_window) {
+    if (numel == 0) return;
+    if (nd == 0) {
+        if (to_window) memcpy(win + offset * (int64_t)es, contig, es);
+        else memcpy(contig, win + offset * (int64_t)es, es);
+        return;
+    }
+    int last = nd - 1;
+    int64_t idx[LT_MAX_DIMS] = {0}, off = offset, inner = shape[last], s = str[last];
+    for (int64_t i = 0; i < numel; i += inner) {
+        char *c = contig + i * (int64_t)es, *w = win + off * (int64_t)es;
+        if (s == 1) {
+            if (to_window) memcpy(w, c, (size_t)inner * es);
+            else memcpy(c, w, (size_t)inner * es);
+        } else if (es == 4) {
+            uint32_t *cc = (uint32_t *)(void *)c, *ww = (uint32_t *)(void *)w;
+            for (int64_t j = 0; j < inner; j++)
+                if (to_window) ww[j * s] = cc[j];
+                else cc[j] = ww[j * s];
+        } else if (es == 8) {
+            uint64_t *cc = (uint64_t *)(void *)c, *ww = (uint64_t *)(void *)w;
+            for (int64_t j = 0; j < inner; j++)
+                if (to_window) ww[j * s] = cc[j];
+                else cc[j] = ww[j * s];
+        } else {
+            for (int64_t j = 0; j < inner; j++)
+                if (to_window) w[j * s] = c[j];
+                else c[j] = w[j * s];
+        }
+        for (int d = last - 1; d >= 0; d--) {
+            idx[d]++;
+            off += str[d];
+            if (idx[d] < shape[d]) break;
+            off -= str[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static void resolve_scalars(const gnode *y, const double *scalars, double *sc) {
+    for (int i = 0; i < IR_MAX_SCALARS; i++) sc[i] = y->sc_slot[i] >= 0 ? scalars[y->sc_slot[i]] : y->sc[i];
+}
+
+static void run_ref(const exec_graph *g, const gnode *y, void *const *ptr, const double *scalars, void *out,
+                    ref_arg *args) {
+    for (int i = 0; i < y->nin; i++) {
+        const gnode *x = &g->nodes[y->in[i]];
+        args[i] = (ref_arg){ptr[i], (lt_dtype)x->dtype, x->ndim, x->shape, x->numel};
+    }
+    double sc[IR_MAX_SCALARS];
+    resolve_scalars(y, scalars, sc);
+    ref_run_node(y, args, sc, out);
+    prof_add(M_FallbackOps, 1);
+}
+
+static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const double *scalars, void **rp, void **wp,
+                       double *scal, ref_arg *args) {
+    const exec_graph *g = e->g;
+    const int32_t *so = e->pl.slot_of;
+    for (int i = 0; i < kn->nread; i++) rp[i] = sp[so[kn->read[i]]];
+    for (int i = 0; i < kn->nwrite; i++) wp[i] = sp[so[kn->write[i]]];
+    const gnode *y = &g->nodes[kn->node];
+    size_t es = dtype_size((lt_dtype)y->dtype);
+    uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: one span per kernel, named by its last op */
+    switch ((enum kernel_kind)kn->kind) {
+    case K_FUSED: {
+        const tprog *p = kn->prog;
+        for (int j = 0; j < p->nins; j++) resolve_scalars(&g->nodes[p->ins[j].node], scalars, &scal[2 * j]);
+        tile_run(p, (const void *const *)rp, wp, scal, e->scratch, e->scratch_stride);
+        if (kn->nmembers > 1) prof_add(M_FusedKernels, 1);
+        break;
+    }
+    case K_MATMUL:
+        if (cpu_dnnl_matmul(y, &g->nodes[y->in[0]], &g->nodes[y->in[1]], rp[0], rp[1], wp[0]) == 0) break;
+        run_ref(g, y, rp, scalars, wp[0], args);
+        break;
+    case K_VIEW: break; /* shares its operand's bytes */
+    case K_STRIDED:
+        strided_copy(wp[0], rp[0], es, y->ndim, y->shape, y->ia, y->ia[y->ndim], y->numel, 0);
+        break;
+    case K_SCATTER: {
+        const gnode *src = &g->nodes[y->in[1]];
+        if (wp[0] != rp[0]) memcpy(wp[0], rp[0], (size_t)y->numel * es); /* the base survives: copy it */
+        strided_copy(rp[1], wp[0], es, src->ndim, src->shape, y->ia, y->ia[src->ndim], src->numel, 1);
+        break;
+    }
+    case K_REF: run_ref(g, y, rp, scalars, wp[0], args); break;
+    }
+    prof_kernel_end(g_ops[y->op].name, kt0);
+}
+
+static int guard_ok(const char *p) {
+    for (int i = 0; i < GUARD; i++)
+        if ((unsigned char)p[i] != GUARD_BYTE) return 0;
+    return 1;
+}
+
+static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable, const double *scalars,
+                   lt_buffer **outputs) {
+    cpu_exe *e = pe;
+    const exec_graph *g = e->g;
+    plan *pl = &e->pl;
+    if (!e->arena && pl->arena_bytes && !(e->arena = core_aligned_alloc(pl->arena_bytes))) return -1;
+    size_t ns = (size_t)(pl->nslots ? pl->nslots : 1);
+    char **sp = core_malloc(ns * sizeof *sp);
+    lt_buffer **sb = core_calloc(ns, sizeof *sb);
+    void **rp = core_malloc((size_t)(e->maxread + e->maxwrite) * sizeof *rp);
+    double *scal = core_malloc((size_t)e->maxins * 2 * sizeof *scal);
+    ref_arg *args = core_malloc((size_t)e->maxread * sizeof *args);
+    uint8_t *used = core_malloc((size_t)g->nparams + 1), *donated = core_malloc(ns);
+    int rc = -1;
+    if (!sp || !sb || !rp || !scal || !args || !used || !donated) goto done;
+    int aliases = 0;
+    if (donatable) memcpy(used, donatable, (size_t)g->nparams);
+    for (int s = 0; s < pl->nslots; s++) {
+        const slot *sl = &pl->slots[s];
+        int donor = -1;
+        for (int d = 0; donatable && d < sl->ndonors && donor < 0; d++)
+            if (used[sl->donors[d]]) donor = sl->donors[d];
+        if (donor >= 0) used[donor] = 0; /* one slot per donated buffer */
+        donated[s] = donor >= 0;
+        int donate = donor >= 0;
+        if (sl->kind == SLOT_PARAM) {
+            sp[s] = inputs[sl->param]->data;
+        } else if (sl->kind == SLOT_TEMP) {
+            sp[s] = donate ? inputs[donor]->data : e->arena + sl->offset;
+            if (debug_guards && !donate) memset(sp[s] + sl->cap, GUARD_BYTE, GUARD);
+        } else if (donate) {
+            sb[s] = inputs[donor];
+            buffer_retain(sb[s]);
+            sp[s] = sb[s]->data;
+            aliases++;
+        } else {
+            if (!(sb[s] = buffer_new(sl->nbytes + (debug_guards ? GUARD : 0)))) goto done;
+            sp[s] = sb[s]->data;
+            if (debug_guards) {
+                sb[s]->nbytes = sl->nbytes;
+                memset(sp[s] + sl->nbytes, GUARD_BYTE, GUARD);
+            }
+        }
+    }
+    for (int j = 0; j < e->nk; j++) {
+        uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: named by the kernel's output op */
+        run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
+        prof_kernel_end(g_ops[g->nodes[e->k[j].node].op].name, kt0);
+    }
+    if (debug_guards)
+        for (int s = 0; s < pl->nslots; s++) {
+            const slot *sl = &pl->slots[s];
+            size_t end = sl->kind == SLOT_TEMP ? sl->cap : sl->nbytes;
+            if (sl->kind != SLOT_PARAM && !donated[s] && !guard_ok(sp[s] + end))
+                core_panic(__FILE__, __LINE__, "cpu backend wrote past the end of a buffer");
+        }
+    for (int r = 0; r < g->nroots; r++) {
+        int32_t s = pl->slot_of[g->roots[r]];
+        outputs[r] = pl->slots[s].kind == SLOT_PARAM ? inputs[pl->slots[s].param] : sb[s];
+        buffer_retain(outputs[r]);
+    }
+    prof_add(M_InputOutputAliasCount, aliases);
+    size_t in_bytes = 0;
+    for (int i = 0; i < g->nparams; i++) in_bytes += inputs[i]->nbytes;
+    prof_gauge_max(M_PeakBytes, (double)(pl->arena_bytes + e->io_bytes + in_bytes));
+    rc = 0;
+done:
+    if (sb)
+        for (int s = 0; s < pl->nslots; s++) buffer_release(sb[s]);
+    core_free(sp);
+    core_free(sb);
+    core_free(rp);
+    core_free(scal);
+    core_free(args);
+    core_free(used);
+    core_free(donated);
+    return rc;
+}
+
+const backend g_backend_cpu = {"cpu", cpu_supports, cpu_compile, cpu_run, cpu_free};

@@ -1,0 +1,105 @@
+/* The fast CPU backend (DESIGN 6): graph passes, fusion of elementwise
+ * groups into tile programs, a memory plan with buffer reuse and donation,
+ * oneDNN for library ops, and the reference kernels for everything else. */
+#ifndef LT_CPU_H
+#define LT_CPU_H
+
+#include "../../exec/exec.h"
+
+/* Elements per tile: a few registers of this many floats stay in L1. */
+#define TILE 512
+#define TILE_MAX_REGS 64
+
+/* ---- tile programs (tile.c) ---- */
+enum load_mode { LOAD_SAME, LOAD_SCALAR, LOAD_GENERAL };
+
+typedef struct tload {
+    int32_t value;  /* node index of the group input */
+    uint8_t dtype;  /* its dtype; converted to the program's type on load */
+    uint8_t mode;
+    int64_t str[LT_MAX_DIMS]; /* GENERAL: element strides aligned to the group shape, 0 = broadcast */
+} tload;
+
+typedef struct tins {
+    uint16_t op;    /* an elementwise lt_op or FILL */
+    uint8_t dtype;  /* the node's dtype (BOOL results are kept as 0/1) */
+    int8_t dst, src[3];
+    int32_t node;   /* for its scalars */
+} tins;
+
+typedef struct tstore {
+    int32_t value;
+    int8_t reg;
+    uint8_t dtype;
+} tstore;
+
+typedef struct tprog {
+    uint8_t rtype; /* LT_F32 or LT_F64: the type every register holds */
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];
+    int64_t numel;
+    int nload, nins, nstore, nregs; /* registers 0..nload-1 are the loads */
+    tload *loads;
+    tins *ins;
+    tstore *stores;
+} tprog;
+
+/* Can a node be a member of a tile program, and in which type? 0 if not. */
+int tile_member_type(const exec_graph *g, const gnode *y);
+/* Runs p: in[nload] input pointers, out[nstore] output pointers, scal[2 *
+ * nins] resolved scalars; scratch holds nthreads * tile_scratch_bytes(p). */
+void tile_run(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
+              size_t scratch_stride);
+size_t tile_scratch_bytes(const tprog *p);
+
+/* ---- kernels and fusion (fuse.c) ---- */
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER };
+
+typedef struct kernel {
+    uint8_t kind;
+    int32_t node;  /* the node (not K_FUSED) */
+    tprog *prog;   /* K_FUSED */
+    int nmembers;  /* K_FUSED: nodes in the group */
+    int nread;
+    int32_t *read; /* values read (K_FUSED: the loads, in order) */
+    int nwrite;
+    int32_t *write; /* values written (K_FUSED: the stores, in order) */
+    uint8_t *inplace_ok; /* per read: may an output share its memory? */
+} kernel;
+
+/* Groups the optimized graph's nodes into kernels in execution order. */
+int cpu_fuse(const exec_graph *g, kernel **out, int *nk);
+void cpu_kernels_free(kernel *k, int nk);
+
+/* ---- memory plan (plan.c) ---- */
+enum slot_kind { SLOT_TEMP, SLOT_OUT, SLOT_PARAM };
+
+typedef struct slot {
+    uint8_t kind;
+    int32_t param;  /* SLOT_PARAM: its input; else -1 */
+    int8_t ndonors; /* params whose buffer this slot may take, the first donatable one at run time */
+    int32_t donors[4];
+    size_t nbytes;
+    size_t offset;  /* SLOT_TEMP: in the arena */
+    size_t cap;     /* SLOT_TEMP: bytes of its arena block (shared over time); the guard follows */
+    int32_t def, last; /* kernel range during which it is live */
+} slot;
+
+typedef struct plan {
+    int nslots;
+    slot *slots;
+    int32_t *slot_of; /* per node; -1: never materialized (inside a group) */
+    size_t arena_bytes;
+} plan;
+
+int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p);
+void cpu_plan_free(plan *p);
+
+/* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
+int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
+
+/* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
+ * backend allocates, checked after each run. */
+void cpu_set_debug_guards(int on);
+
+#endif

@@ -1,0 +1,367 @@
+/* Fusion: maximal groups of same-shape elementwise nodes become one tile
+ * program that reads each input once and stores only the members that a
+ * later kernel or a root needs.
+ *
+ * Scheduling rule. Every kernel ("unit") gets a number when it is created,
+ * in post-order, and units run in that order; a group runs at its creation
+ * point. A node may join (or merge) groups only if everything it and they
+ * read comes from a unit numbered below the merged group, so the unit order
+ * stays topological with no graph walk: linear time. DATA leaves are ready
+ * before every unit. */
+#include "cpu.h"
+
+#define MAX_MEMBERS 40
+#define MAX_EXT 20
+
+typedef struct fstate {
+    const exec_graph *g;
+    int32_t *parent; /* union-find over group members; -1 for non-members */
+    int32_t *uid;    /* per node: its unit number (group members: see root), -1 leaves */
+    int32_t *maxdep; /* per group root: highest unit number its members read */
+    int32_t *size;   /* per group root: members */
+    int32_t *next;   /* per group root: external operand edges (bounds the loads) */
+    int8_t *T;       /* per node: register type if a member */
+} fstate;
+
+static int32_t find(fstate *s, int32_t x) {
+    while (s->parent[x] != x) x = s->parent[x] = s->parent[s->parent[x]];
+    return x;
+}
+
+static int32_t unit_of(fstate *s, int32_t x) {
+    if (s->parent[x] >= 0) return s->uid[find(s, x)];
+    return s->uid[x];
+}
+
+static int same_shape(const gnode *a, const gnode *b) {
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, (size_t)a->ndim * 8);
+}
+
+/* Can node k join the union of groups roots[0..nr)? Then returns the new
+ * root's maxdep via *dep. */
+static int can_merge(fstate *s, int32_t k, const int32_t *roots, int nr, int32_t *dep, int32_t *minu) {
+    const gnode *y = &s->g->nodes[k];
+    int32_t mu = INT32_MAX, md = -1, sz = 1, ne = 0;
+    for (int i = 0; i < nr; i++) {
+        if (s->uid[roots[i]] < mu) mu = s->uid[roots[i]];
+        if (s->maxdep[roots[i]] > md) md = s->maxdep[roots[i]];
+        sz += s->size[roots[i]];
+        ne += s->next[roots[i]];
+    }
+    for (int i = 0; i < y->nin; i++) {
+        int32_t x = y->in[i], r = s->parent[x] >= 0 ? find(s, x) : -1, inside = 0;
+        for (int j = 0; j < nr; j++) inside |= r == roots[j];
+        if (inside) continue;
+        ne++;
+        int32_t u = unit_of(s, x);
+        if (u > md) md = u;
+    }
+    *dep = md;
+    *minu = mu;
+    return md < mu && sz <= MAX_MEMBERS && ne <= MAX_EXT;
+}
+
+static void assign_units(fstate *s, int32_t *nunits) {
+    const exec_graph *g = s->g;
+    int32_t nu = 0;
+    for (int32_t k = 0; k < g->n; k++) {
+        const gnode *y = &g->nodes[k];
+        s->parent[k] = -1;
+        if (y->op == LT_OP_DATA) {
+            s->uid[k] = -1;
+            continue;
+        }
+        int t = tile_member_type(g, y);
+        s->T[k] = (int8_t)t;
+        if (t < 0) {
+            s->uid[k] = nu++;
+            continue;
+        }
+        int32_t roots[3];
+        int nr = 0;
+        for (int i = 0; i < y->nin; i++) {
+            int32_t x = y->in[i];
+            if (s->parent[x] < 0 || s->T[x] != t || !same_shape(&g->nodes[x], y)) continue;
+            int32_t r = find(s, x), dup = 0;
+            for (int j = 0; j < nr; j++) dup |= roots[j] == r;
+            if (!dup) roots[nr++] = r;
+        }
+        int32_t dep, mu;
+        int chosen = -1; /* -1: none; nr: all; else one root */
+        if (nr && can_merge(s, k, roots, nr, &dep, &mu)) chosen = nr;
+        for (int j = nr - 1; chosen < 0 && j >= 0; j--)
+            if (can_merge(s, k, &roots[j], 1, &dep, &mu)) chosen = j;
+        s->parent[k] = k;
+        if (chosen < 0) { /* a new group of one */
+            int32_t none = 0;
+            can_merge(s, k, &none, 0, &dep, &mu);
+            s->uid[k] = nu++;
+            s->maxdep[k] = dep;
+            s->size[k] = 1;
+            s->next[k] = 0;
+            for (int i = 0; i < y->nin; i++) s->next[k]++;
+            continue;
+        }
+        int32_t *rs = chosen == nr ? roots : &roots[chosen];
+        int nrs = chosen == nr ? nr : 1;
+        int32_t top = rs[0], sz = 1, ne = 0;
+        for (int j = 0; j < nrs; j++) {
+            sz += s->size[rs[j]];
+            ne += s->next[rs[j]];
+        }
+        for (int i = 0; i < y->nin; i++) {
+            int32_t r = s->parent[y->in[i]] >= 0 ? find(s, y->in[i]) : -1, inside = 0;
+            for (int j = 0; j < nrs; j++) inside |= r == rs[j];
+            ne += !inside;
+        }
+        for (int j = 0; j < nrs; j++) s->parent[rs[j]] = top;
+        s->parent[k] = top;
+        s->uid[top] = mu;
+        s->maxdep[top] = dep;
+        s->size[top] = sz;
+        s->next[top] = ne;
+    }
+    *nunits = nu;
+}
+
+static int32_t *dup_ints(const int32_t *v, int n) {
+    int32_t *p = core_malloc((size_t)(n ? n : 1) * sizeof *p);
+    if (p && n) memcpy(p, v, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* The tile program of one group. members: ascending node indices. */
+static int build_group(fstate *s, const int32_t *members, int nm, const uint8_t *ext_use, kernel *kn,
+                       int32_t *scratch /* g->n ints, -1 filled; restored */) {
+    const exec_graph *g = s->g;
+    const gnode *y0 = &g->nodes[members[0]];
+    int32_t root = find(s, members[0]);
+    tprog *p = core_calloc(1, sizeof *p);
+    if (!p) return -1;
+    kn->kind = K_FUSED;
+    kn->node = members[nm - 1];
+    kn->prog = p;
+    kn->nmembers = nm;
+    p->rtype = (uint8_t)s->T[members[0]];
+    p->ndim = y0->ndim;
+    memcpy(p->shape, y0->shape, (size_t)y0->ndim * 8);
+    p->numel = y0->numel;
+    p->loads = core_calloc(MAX_EXT + 1, sizeof *p->loads);
+    p->ins = core_calloc((size_t)nm, sizeof *p->ins);
+    p->stores = core_calloc((size_t)nm, sizeof *p->stores);
+    int32_t *reads = core_malloc((MAX_EXT + 1) * sizeof *reads);
+    int32_t *writes = core_malloc((size_t)nm * sizeof *writes);
+    int32_t *lastuse = core_malloc((size_t)nm * sizeof *lastuse); /* per member: last instruction reading it */
+    kn->read = reads;
+    kn->write = writes;
+    kn->inplace_ok = core_calloc(MAX_EXT + 1, 1);
+    if (!p->loads || !p->ins || !p->stores || !reads || !writes || !lastuse || !kn->inplace_ok) {
+        core_free(lastuse);
+        return -1;
+    }
+    /* scratch[v]: load register of an external value, or ~instruction of a member. */
+    for (int j = 0; j < nm; j++) scratch[members[j]] = ~j;
+    for (int j = 0; j < nm; j++) {
+        lastuse[j] = -1;
+        const gnode *y = &g->nodes[members[j]];
+        for (int i = 0; i < y->nin; i++) {
+            int32_t x = y->in[i];
+            if (s->parent[x] >= 0 && find(s, x) == root) {
+                lastuse[~scratch[x]] = j;
+                continue;
+            }
+            if (scratch[x] >= 0) continue;
+            LT_ASSERT(p->nload < MAX_EXT + 1);
+            const gnode *xn = &g->nodes[x];
+            tload *l = &p->loads[p->nload];
+            l->value = x;
+            l->dtype = xn->dtype;
+            if (xn->numel == p->numel) {
+                l->mode = LOAD_SAME;
+                kn->inplace_ok[p->nload] = 1;
+            } else if (xn->numel == 1) {
+                l->mode = LOAD_SCALAR;
+            } else {
+                l->mode = LOAD_GENERAL;
+                int64_t st = 1;
+                for (int d = p->ndim - 1; d >= 0; d--) {
+                    int xd = d - (p->ndim - xn->ndim);
+                    l->str[d] = (xd < 0 || xn->shape[xd] == 1) ? 0 : st;
+                    if (xd >= 0) st *= xn->shape[xd];
+                }
+            }
+            reads[p->nload] = x;
+            scratch[x] = p->nload++;
+        }
+    }
+    /* Registers: loads first, then members by linear scan; a stored member
+     * keeps its register to the end, where the stores run. */
+    int8_t reg_of[MAX_MEMBERS];
+    int8_t free_regs[TILE_MAX_REGS];
+    int nfree = 0, nregs = p->nload;
+    for (int j = 0; j < nm; j++) {
+        int32_t m = members[j];
+        const gnode *y = &g->nodes[m];
+        tins *t = &p->ins[j];
+        t->op = y->op;
+        t->dtype = y->dtype;
+        t->node = m;
+        for (int i = 0; i < 3; i++) t->src[i] = -1;
+        for (int i = 0; i < y->nin; i++) {
+            int32_t x = y->in[i];
+            t->src[i] = scratch[x] >= 0 ? (int8_t)scratch[x] : reg_of[~scratch[x]];
+        }
+        int8_t r = nfree ? free_regs[--nfree] : (int8_t)nregs++;
+        LT_ASSERT(nregs <= TILE_MAX_REGS);
+        t->dst = reg_of[j] = r;
+        int stored = ext_use[m];
+        if (stored) {
+            p->stores[p->nstore] = (tstore){m, r, y->dtype};
+            writes[p->nstore++] = m;
+        }
+        if (!stored && lastuse[j] < 0) free_regs[nfree++] = r; /* dead on arrival (DCE keeps few) */
+        for (int i = 0; i < y->nin; i++) {
+            int32_t x = y->in[i];
+            if (scratch[x] >= 0) continue;
+            int mj = ~scratch[x];
+            if (lastuse[mj] == j && !ext_use[x]) {
+                int8_t fr = reg_of[mj], dup = 0;
+                for (int q = 0; q < nfree; q++) dup |= free_regs[q] == fr;
+                if (!dup) free_regs[nfree++] = fr;
+            }
+        }
+    }
+    p->nins = nm;
+    p->nregs = nregs;
+    kn->nread = p->nload;
+    kn->nwrite = p->nstore;
+    for (int j = 0; j < nm; j++) scratch[members[j]] = -1;
+    for (int j = 0; j < p->nload; j++) scratch[reads[j]] = -1;
+    core_free(lastuse);
+    return 0;
+}
+
+static int contiguous_view(const gnode *y) {
+    int64_t st = 1;
+    for (int d = y->ndim - 1; d >= 0; d--) {
+        if (y->shape[d] != 1 && y->ia[d] != st) return 0;
+        st *= y->shape[d];
+    }
+    return y->ia[y->ndim] == 0;
+}
+
+static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
+    const gnode *y = &g->nodes[k];
+    kn->node = k;
+    kn->kind = K_REF;
+    if (y->op == LT_OP_MATMUL) {
+        const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
+        if (a->dtype == LT_F32 && b->dtype == LT_F32 && y->dtype == LT_F32) kn->kind = K_MATMUL;
+    } else if (y->op == LT_OP_AS_STRIDED) {
+        kn->kind = contiguous_view(y) ? K_VIEW : K_STRIDED;
+    } else if (y->op == LT_OP_AS_STRIDED_SCATTER) {
+        kn->kind = K_SCATTER;
+    }
+    kn->nread = y->nin;
+    kn->read = dup_ints(y->in, y->nin);
+    kn->nwrite = 1;
+    kn->write = dup_ints(&k, 1);
+    kn->inplace_ok = core_calloc((size_t)(y->nin ? y->nin : 1), 1);
+    if (!kn->read || !kn->write || !kn->inplace_ok) return -1;
+    /* A scatter whose base dies may write its window into the base. */
+    if (kn->kind == K_SCATTER) kn->inplace_ok[0] = 1;
+    return 0;
+}
+
+void cpu_kernels_free(kernel *k, int nk) {
+    if (!k) return;
+    for (int i = 0; i < nk; i++) {
+        if (k[i].prog) {
+            core_free(k[i].prog->loads);
+            core_free(k[i].prog->ins);
+            core_free(k[i].prog->stores);
+            core_free(k[i].prog);
+        }
+        core_free(k[i].read);
+        core_free(k[i].write);
+        core_free(k[i].inplace_ok);
+    }
+    core_free(k);
+}
+
+int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
+    size_t n = (size_t)(g->n ? g->n : 1);
+    fstate s = {g, core_malloc(n * 4), core_malloc(n * 4), core_malloc(n * 4), core_malloc(n * 4),
+                core_malloc(n * 4), core_calloc(n, 1)};
+    int32_t *scratch = core_malloc(n * 4), *unit_node = NULL, *members = core_malloc(n * 4);
+    int32_t *bucket_next = core_malloc(n * 4), *bucket_head = core_malloc(n * 4);
+    uint8_t *ext_use = core_calloc(n, 1);
+    kernel *ks = NULL;
+    int rc = -1, nkern = 0;
+    if (!s.parent || !s.uid || !s.maxdep || !s.size || !s.next || !s.T || !scratch || !members || !bucket_next ||
+        !bucket_head || !ext_use)
+        goto done;
+    int32_t nu;
+    assign_units(&s, &nu);
+    /* Who needs a member's value outside its group: roots and other units. */
+    for (int r = 0; r < g->nroots; r++) ext_use[g->roots[r]] = 1;
+    for (int32_t k = 0; k < g->n; k++) {
+        const gnode *y = &g->nodes[k];
+        int32_t rk = s.parent[k] >= 0 ? find(&s, k) : -1;
+        for (int i = 0; i < y->nin; i++) {
+            int32_t x = y->in[i];
+            if (s.parent[x] >= 0 && (rk < 0 || find(&s, x) != rk)) ext_use[x] = 1;
+        }
+    }
+    /* Members per group root, in ascending order (push in reverse). */
+    for (int32_t k = 0; k < g->n; k++) bucket_head[k] = -1;
+    for (int32_t k = g->n - 1; k >= 0; k--) {
+        if (s.parent[k] < 0) continue;
+        int32_t r = find(&s, k);
+        bucket_next[k] = bucket_head[r];
+        bucket_head[r] = k;
+    }
+    unit_node = core_malloc((size_t)(nu ? nu : 1) * 4);
+    ks = core_calloc((size_t)(nu ? nu : 1), sizeof *ks);
+    if (!unit_node || !ks) goto done;
+    for (int32_t u = 0; u < nu; u++) unit_node[u] = -1;
+    for (int32_t k = 0; k < g->n; k++) {
+        if (g->nodes[k].op == LT_OP_DATA) continue;
+        if (s.parent[k] < 0) unit_node[s.uid[k]] = k;
+        else if (find(&s, k) == k) unit_node[s.uid[k]] = k;
+    }
+    for (int32_t k = 0; k < g->n; k++) scratch[k] = -1;
+    for (int32_t u = 0; u < nu; u++) {
+        int32_t k = unit_node[u];
+        if (k < 0) continue; /* the number of a group that merged into an older one */
+        kernel *kn = &ks[nkern++];
+        if (s.parent[k] < 0) {
+            if (build_single(g, k, kn)) goto done;
+            continue;
+        }
+        int nm = 0;
+        for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
+        if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
+    }
+    rc = 0;
+done:
+    if (rc) {
+        cpu_kernels_free(ks, nkern);
+        ks = NULL;
+    }
+    *out = ks;
+    *nk = nkern;
+    core_free(s.parent);
+    core_free(s.uid);
+    core_free(s.maxdep);
+    core_free(s.size);
+    core_free(s.next);
+    core_free(s.T);
+    core_free(scratch);
+    core_free(unit_node);
+    core_free(members);
+    core_free(bucket_next);
+    core_free(bucket_head);
+    core_free(ext_use);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* The typed half of the tile interpreter, included by tile.c once per
+ * register type with T (float or double) and FN(name) defined. Each instruction is
+ * one simple loop over a tile so that gcc vectorizes it (and calls libmvec
+ * for exp/log/pow/tanh). */
+
+/* n elements of (src, dt) starting at element off, step `step`, into dst. */
+static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t off, int64_t n, int64_t step) {
+#define CONVERT_LOOP(CT)                                                  \
+    do {                                                                  \
+        const CT *s_ = (const CT *)src + off;                             \
+        if (step == 1) {                                                  \
+            OMP_SIMD for (int64_t i = 0; i < n; i++) dst[i] = (T)s_[i]; \
+        } else {                                                          \
+            for (int64_t i = 0; i < n; i++) dst[i] = (T)s_[i * step];     \
+        }                                                                 \
+    } while (0)
+    switch (dt) {
+    case LT_F32: CONVERT_LOOP(float); break;
+    case LT_F64: CONVERT_LOOP(double); break;
+    case LT_I32: CONVERT_LOOP(int32_t); break;
+    case LT_I64: { /* through double, as the reference kernels round */
+        const int64_t *s_ = (const int64_t *)src + off;
+        for (int64_t i = 0; i < n; i++) dst[i] = (T)(double)s_[i * step];
+        break;
+    }
+    case LT_BOOL: CONVERT_LOOP(uint8_t); break;
+    }
+#undef CONVERT_LOOP
+}
+
+static void FN(load_general)(const tprog *p, const tload *l, T *restrict dst, const void *src, int64_t i0, int64_t n) {
+    int nd = p->ndim, last = nd - 1;
+    int64_t idx[LT_MAX_DIMS], off = 0, rem = i0;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = rem % p->shape[d];
+        rem /= p->shape[d];
+        off += idx[d] * l->str[d];
+    }
+    int64_t i = 0;
+    while (i < n) {
+        int64_t run = p->shape[last] - idx[last];
+        if (run > n - i) run = n - i;
+        int64_t s = l->str[last];
+        if (s == 0) {
+            T v;
+            FN(convert)(&v, src, (lt_dtype)l->dtype, off, 1, 1);
+            for (int64_t j = 0; j < run; j++) dst[i + j] = v;
+        } else {
+            FN(convert)(dst + i, src, (lt_dtype)l->dtype, off, run, s);
+        }
+        i += run;
+        idx[last] += run;
+        off += run * s;
+        if (idx[last] < p->shape[last]) continue;
+        off -= s * p->shape[last];
+        idx[last] = 0;
+        for (int d = last - 1; d >= 0; d--) {
+            idx[d]++;
+            off += l->str[d];
+            if (idx[d] < p->shape[d]) break;
+            off -= l->str[d] * p->shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* X, Y, Z: the operands of element i, in double. */
+#define X ((double)a[i])
+#define Y ((double)b[i])
+#define Z ((double)c[i])
+#define LOOP(EXPR)                                                             \
+    do {                                                                       \
+        OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = (T)(EXPR); \
+    } while (0)
+
+/* One tile: elements [i0, i0 + n) of the group. */
+static void FN(tile)(const tprog *p, const void *const *in, void *const *out, const double *scal, T *scratch,
+                     int64_t i0, int64_t n) {
+    T *reg[TILE_MAX_REGS];
+    for (int r = 0; r < p->nregs; r++) reg[r] = scratch + (size_t)r * TILE;
+    for (int j = 0; j < p->nload; j++) {
+        const tload *l = &p->loads[j];
+        if (l->mode == LOAD_SAME && l->dtype == p->rtype) {
+            reg[j] = (T *)in[j] + i0; /* read in place: no copy */
+        } else if (l->mode == LOAD_SAME) {
+            FN(convert)(reg[j], in[j], (lt_dtype)l->dtype, i0, n, 1);
+        } else if (l->mode == LOAD_SCALAR) {
+            T v, *d = reg[j];
+            FN(convert)(&v, in[j], (lt_dtype)l->dtype, 0, 1, 1);
+            OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = v;
+        } else {
+            FN(load_general)(p, l, reg[j], in[j], i0, n);
+        }
+    }
+    /* Each instruction computes in double and rounds to the register type,
+     * exactly as the reference kernels round each node: results agree with
+     * ref bit for bit except in the last bits of libm functions. Tiles are
+     * memory bound, so the conversions cost little. */
+    for (int k = 0; k < p->nins; k++) {
+        const tins *t = &p->ins[k];
+        T *restrict d = reg[t->dst];
+        const T *restrict a = t->src[0] >= 0 ? reg[t->src[0]] : NULL;
+        const T *restrict b = t->src[1] >= 0 ? reg[t->src[1]] : NULL;
+        const T *restrict c = t->src[2] >= 0 ? reg[t->src[2]] : NULL;
+        const double s0 = scal[2 * k], s1 = scal[2 * k + 1];
+        switch (t->op) { /* tile_member_type admits exactly these */
+        case LT_OP_FILL: LOOP(s0); break;
+        case LT_OP_ADD: LOOP(X + Y); break;
+        case LT_OP_SUB: LOOP(X - Y); break;
+        case LT_OP_MUL: LOOP(X * Y); break;
+        case LT_OP_DIV: LOOP(X / Y); break;
+        case LT_OP_MAXIMUM: LOOP((X != X || Y != Y) ? X + Y : (X > Y ? X : Y)); break;
+        case LT_OP_MINIMUM: LOOP((X != X || Y != Y) ? X + Y : (X < Y ? X : Y)); break;
+        case LT_OP_POW: LOOP(pow(X, Y)); break;
+        case LT_OP_EQ: LOOP(X == Y); break;
+        case LT_OP_NE: LOOP(X != Y); break;
+        case LT_OP_LT: LOOP(X < Y); break;
+        case LT_OP_LE: LOOP(X <= Y); break;
+        case LT_OP_GT: LOOP(X > Y); break;
+        case LT_OP_GE: LOOP(X >= Y); break;
+        case LT_OP_ADD_SCALAR: LOOP(X + s0); break;
+        case LT_OP_MUL_SCALAR: LOOP(X * s0); break;
+        case LT_OP_POW_SCALAR:
+            if (s0 == 2) LOOP(X * X); /* exact in double for float inputs, as pow(x, 2) */
+            else LOOP(pow(X, s0));
+            break;
+        case LT_OP_CLAMP: /* lower bound first, then upper: lo > hi gives hi, as torch.clamp */
+            LOOP(X != X ? X : ((X < s0 ? s0 : X) > s1 ? s1 : (X < s0 ? s0 : X)));
+            break;
+        case LT_OP_NEG: LOOP(-X); break;
+        case LT_OP_EXP: LOOP(exp(X)); break;
+        case LT_OP_LOG: LOOP(log(X)); break;
+        case LT_OP_SQRT: LOOP(sqrt(X)); break;
+        case LT_OP_RSQRT: LOOP(1.0 / sqrt(X)); break;
+        case LT_OP_ABS: LOOP(fabs(X)); break;
+        case LT_OP_RELU: LOOP(X > 0 || X != X ? X : 0.0); break;
+        case LT_OP_TANH: LOOP(tanh(X)); break;
+        case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-X))); break;
+        case LT_OP_CAST:
+            if (t->dtype == LT_BOOL) LOOP(X != 0);
+            else LOOP(X);
+            break;
+        case LT_OP_LERP: /* PyTorch's two-sided formula; the side is chosen by the weight */
+            if (fabs(s0) < 0.5) LOOP(X + s0 * (Y - X));
+            else LOOP(Y - (Y - X) * (1.0 - s0));
+            break;
+        case LT_OP_WHERE: LOOP(X != 0 ? Y : Z); break;
+        case LT_OP_ADDCMUL: LOOP(X + s0 * Y * Z); break;
+        case LT_OP_ADDCDIV: LOOP(X + s0 * (Y / Z)); break;
+        default: LT_ASSERT(0 && "not a tile op"); break;
+        }
+    }
+    for (int j = 0; j < p->nstore; j++) {
+        const tstore *s = &p->stores[j];
+        const T *restrict v = reg[s->reg];
+        if (s->dtype == LT_BOOL) {
+            uint8_t *restrict o = (uint8_t *)out[j] + i0;
+            OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = v[i] != 0;
+        } else {
+            memcpy((T *)out[j] + i0, v, (size_t)n * sizeof(T));
+        }
+    }
+}
+
+static void FN(run)(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
+                    size_t stride) {
+    int64_t ntiles = (p->numel + TILE - 1) / TILE;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (ntiles >= 32)
+#endif
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t i0 = t * TILE, n = p->numel - i0 < TILE ? p->numel - i0 : TILE;
+        FN(tile)(p, in, out, scal, (T *)(void *)(scratch + (size_t)THREAD_NUM() * stride), i0, n);
+    }
+}
+
+#undef LOOP
+#undef X
+#undef Y
+#undef Z

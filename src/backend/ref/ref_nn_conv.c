@@ -1,0 +1,75 @@
+/* Reference conv2d and its two backward ops: direct loops, accumulation in
+ * double. ia of all three: [sH, sW, pH, pW, dH, dW, groups, ...]; the
+ * backward ops add the spatial size they cannot infer: BWD_INPUT [.., H, W],
+ * BWD_WEIGHT [.., kH, kW] (both also in the output shape). */
+#include "ref_nn.h"
+
+typedef struct conv_geom {
+    int64_t N, C, H, W, O, kH, kW, oH, oW, g, Cg, Og;
+    int64_t sH, sW, pH, pW, dH, dW;
+} conv_geom;
+
+static conv_geom geom(const int64_t *ia, const int64_t *x, const int64_t *w, const int64_t *o) {
+    conv_geom c = {.N = x[0], .C = x[1], .H = x[2], .W = x[3], .O = w[0], .kH = w[2], .kW = w[3],
+                   .oH = o[2], .oW = o[3], .g = ia[6], .sH = ia[0], .sW = ia[1], .pH = ia[2],
+                   .pW = ia[3], .dH = ia[4], .dW = ia[5]};
+    c.Cg = c.C / c.g;
+    c.Og = c.O / c.g;
+    return c;
+}
+
+/* Visits every (output position, weight tap) pair whose input position is
+ * inside the image: the one loop nest all three ops share. */
+#define CONV_FOR(c, BODY)                                                                     \
+    for (int64_t n = 0; n < (c).N; n++)                                                       \
+        for (int64_t o = 0; o < (c).O; o++)                                                   \
+            for (int64_t oh = 0; oh < (c).oH; oh++)                                           \
+                for (int64_t ow = 0; ow < (c).oW; ow++)                                       \
+                    for (int64_t ci = 0; ci < (c).Cg; ci++)                                   \
+                        for (int64_t kh = 0; kh < (c).kH; kh++)                               \
+                            for (int64_t kw = 0; kw < (c).kW; kw++) {                         \
+                                int64_t ih = oh * (c).sH - (c).pH + kh * (c).dH;              \
+                                int64_t iw = ow * (c).sW - (c).pW + kw * (c).dW;              \
+                                if (ih < 0 || ih >= (c).H || iw < 0 || iw >= (c).W) continue; \
+                                int64_t xi = ((n * (c).C + (o / (c).Og) * (c).Cg + ci) * (c).H + ih) * (c).W + iw; \
+                                int64_t wi = ((o * (c).Cg + ci) * (c).kH + kh) * (c).kW + kw; \
+                                int64_t yi = ((n * (c).O + o) * (c).oH + oh) * (c).oW + ow;   \
+                                BODY;                                                         \
+                            }
+
+static double *acc_new(int64_t n) {
+    double *a = core_calloc((size_t)(n ? n : 1), sizeof *a);
+    LT_ASSERT(a); /* reference backend: test-sized data */
+    return a;
+}
+
+static void acc_store(const gnode *y, double *acc, void *out) {
+    for (int64_t i = 0; i < y->numel; i++) st_f(out, (lt_dtype)y->dtype, i, acc[i]);
+    core_free(acc);
+}
+
+/* in: x (N, C, H, W), w (O, C/g, kH, kW), [bias (O)] -> (N, O, oH, oW) */
+void ref_conv2d(const gnode *y, const ref_arg *in, void *out) {
+    conv_geom c = geom(y->ia, in[0].shape, in[1].shape, y->shape);
+    double *acc = acc_new(y->numel);
+    CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi));
+    if (y->nin == 3)
+        for (int64_t i = 0; i < y->numel; i++) acc[i] += ld_f(in[2].data, in[2].dtype, (i / (c.oH * c.oW)) % c.O);
+    acc_store(y, acc, out);
+}
+
+/* in: grad_out (N, O, oH, oW), w (O, C/g, kH, kW) -> grad_x (N, C, H, W) */
+void ref_conv2d_bwd_input(const gnode *y, const ref_arg *in, void *out) {
+    conv_geom c = geom(y->ia, y->shape, in[1].shape, in[0].shape);
+    double *acc = acc_new(y->numel);
+    CONV_FOR(c, acc[xi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, wi));
+    acc_store(y, acc, out);
+}
+
+/* in: grad_out (N, O, oH, oW), x (N, C, H, W) -> grad_w (O, C/g, kH, kW) */
+void ref_conv2d_bwd_weight(const gnode *y, const ref_arg *in, void *out) {
+    conv_geom c = geom(y->ia, in[1].shape, y->shape, in[0].shape);
+    double *acc = acc_new(y->numel);
+    CONV_FOR(c, acc[wi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, xi));
+    acc_store(y, acc, out);
+}

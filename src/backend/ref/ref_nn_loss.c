@@ -1,0 +1,92 @@
+/* Reference losses, mean reduction, and their backward ops. A target
+ * outside [0, C) (PyTorch's ignore_index -100 included) is ignored: it adds
+ * nothing and is not counted, so the mean is over the valid rows (all rows
+ * ignored: 0/0 = NaN, as PyTorch). */
+#include "ref_nn.h"
+
+static int valid(const ref_arg *t, int64_t n, int64_t C, int64_t *cls) {
+    *cls = ld_i(t->data, t->dtype, n);
+    return *cls >= 0 && *cls < C;
+}
+
+static int64_t count_valid(const ref_arg *t, int64_t N, int64_t C) {
+    int64_t cnt = 0, cls;
+    for (int64_t n = 0; n < N; n++) cnt += valid(t, n, C, &cls);
+    return cnt;
+}
+
+/* in: logp (N, C), target (N) int64 -> () */
+void ref_nll_loss(const gnode *y, const ref_arg *in, void *out) {
+    int64_t N = in[0].shape[0], C = in[0].shape[1], cls;
+    double s = 0;
+    for (int64_t n = 0; n < N; n++)
+        if (valid(&in[1], n, C, &cls)) s -= ld_f(in[0].data, in[0].dtype, n * C + cls);
+    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(&in[1], N, C));
+}
+
+/* in: grad () , target (N) -> grad_logp (N, C): -g / count at each target. */
+void ref_nll_loss_bwd(const gnode *y, const ref_arg *in, void *out) {
+    int64_t N = y->shape[0], C = y->shape[1], cls;
+    double g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(&in[1], N, C);
+    for (int64_t i = 0; i < y->numel; i++) st_f(out, (lt_dtype)y->dtype, i, 0.0);
+    for (int64_t n = 0; n < N; n++)
+        if (valid(&in[1], n, C, &cls)) st_f(out, (lt_dtype)y->dtype, n * C + cls, -g);
+}
+
+/* log-softmax of row n into lp[C], in double, max-subtracted. */
+static void log_softmax_row(const ref_arg *x, int64_t n, int64_t C, double *lp) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t c = 0; c < C; c++) {
+        lp[c] = ld_f(x->data, x->dtype, n * C + c);
+        if (lp[c] > mx || lp[c] != lp[c]) mx = lp[c];
+    }
+    if (mx == -INFINITY) mx = 0;
+    for (int64_t c = 0; c < C; c++) s += exp(lp[c] - mx);
+    for (int64_t c = 0; c < C; c++) lp[c] = lp[c] - mx - log(s);
+}
+
+/* in: logits (N, C), target (N) -> (); sc: [label_smoothing ls]. Per valid
+ * row: (1 - ls) * -logp[t] + ls / C * sum_c -logp[c] (PyTorch's formula). */
+void ref_cross_entropy(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+    int64_t N = in[0].shape[0], C = in[0].shape[1], cls;
+    double ls = sc[0], s = 0;
+    double *lp = core_malloc((size_t)(C ? C : 1) * sizeof *lp);
+    LT_ASSERT(lp); /* reference backend: test-sized data */
+    for (int64_t n = 0; n < N; n++) {
+        if (!valid(&in[1], n, C, &cls)) continue;
+        log_softmax_row(&in[0], n, C, lp);
+        double sm = 0;
+        for (int64_t c = 0; c < C; c++) sm -= lp[c];
+        s += (1 - ls) * -lp[cls] + (ls != 0 ? ls / (double)C * sm : 0.0);
+    }
+    core_free(lp);
+    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(&in[1], N, C));
+}
+
+/* in: grad (), logits (N, C), target (N) -> grad_logits (N, C); sc: [ls].
+ * Valid rows: g / count * (softmax - (1 - ls) * onehot(t) - ls / C); others 0. */
+void ref_cross_entropy_bwd(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+    int64_t N = y->shape[0], C = y->shape[1], cls;
+    double ls = sc[0], g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(&in[2], N, C);
+    double *lp = core_malloc((size_t)(C ? C : 1) * sizeof *lp);
+    LT_ASSERT(lp); /* reference backend: test-sized data */
+    for (int64_t n = 0; n < N; n++) {
+        int ok = valid(&in[2], n, C, &cls);
+        if (ok) log_softmax_row(&in[1], n, C, lp);
+        for (int64_t c = 0; c < C; c++) {
+            double d = ok ? g * (exp(lp[c]) - (c == cls ? 1 - ls : 0.0) - ls / (double)C) : 0.0;
+            st_f(out, (lt_dtype)y->dtype, n * C + c, d);
+        }
+    }
+    core_free(lp);
+}
+
+/* in: a, b (same shape) -> (): mean((a - b)^2). */
+void ref_mse_loss(const gnode *y, const ref_arg *in, void *out) {
+    double s = 0;
+    for (int64_t i = 0; i < in[0].numel; i++) {
+        double d = ld_f(in[0].data, in[0].dtype, i) - ld_f(in[1].data, in[1].dtype, i);
+        s += d * d;
+    }
+    st_f(out, (lt_dtype)y->dtype, 0, s / (double)in[0].numel);
+}

@@ -1,0 +1,86 @@
+/* Optimizer state for checkpoints: named tensors "<slot>.<i>" (i = the
+ * parameter's index over all groups in the order they were added), as in
+ * PyTorch's optimizer state_dict; step counts go separately
+ * (lt_optim_get_step), e.g. into safetensors metadata. */
+#include "optim.h"
+
+#include "../core/core.h"
+
+int lt_optim_state(lt_optim *o, int max, const char **names, lt_tensor **tensors) {
+    if (!o) return err_set(LT_ERR_NULL, "lt_optim_state: argument 'o' is NULL"), -1;
+    int total = 0;
+    for (int i = 0; i < o->n; i++)
+        for (int s = 0; s < OPT_NSTATE; s++) total += o->params[i].s[s] != NULL;
+    if (max <= 0) return total;
+    if (!names || !tensors) return err_set(LT_ERR_NULL, "lt_optim_state: names or tensors is NULL"), -1;
+    char **nn = core_calloc((size_t)total + 1, sizeof *nn);
+    if (!nn) return -1;
+    int k = 0;
+    const char *const *slot = opt_state_names[o->kind != OPT_SGD];
+    for (int i = 0; i < o->n; i++)
+        for (int s = 0; s < OPT_NSTATE; s++) {
+            if (!o->params[i].s[s]) continue;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s.%d", slot[s], i);
+            if (!(nn[k] = core_malloc(strlen(buf) + 1))) {
+                for (int j = 0; j < k; j++) core_free(nn[j]);
+                core_free(nn);
+                return -1;
+            }
+            strcpy(nn[k], buf);
+            if (k < max) {
+                names[k] = nn[k];
+                tensors[k] = o->params[i].s[s];
+            }
+            k++;
+        }
+    /* The names stay valid until the next call or lt_optim_free. */
+    for (int j = 0; j < o->nnames; j++) core_free(o->names[j]);
+    core_free(o->names);
+    o->names = nn;
+    o->nnames = total;
+    return total;
+}
+
+/* Parses "<slot>.<i>" into slot and index; -1 if it is not a state name. */
+static int parse_name(const lt_optim *o, const char *name, int *slot, int *idx) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || !dot[1]) return -1;
+    char *end;
+    long i = strtol(dot + 1, &end, 10);
+    if (*end || i < 0 || i >= o->n) return -1;
+    const char *const *names = opt_state_names[o->kind != OPT_SGD];
+    for (int s = 0; s < OPT_NSTATE; s++)
+        if (names[s] && strlen(names[s]) == (size_t)(dot - name) && !strncmp(name, names[s], (size_t)(dot - name))) {
+            *slot = s;
+            *idx = (int)i;
+            return 0;
+        }
+    return -1;
+}
+
+int lt_optim_load_state(lt_optim *o, int n, const char *const *names, lt_tensor *const *tensors) {
+    const char *fn = "lt_optim_load_state";
+    if (!o || (n && (!names || !tensors))) return err_set(LT_ERR_NULL, "%s: a NULL argument", fn), -1;
+    for (int k = 0; k < n; k++) { /* check everything before changing anything */
+        int s, i;
+        if (!names[k] || !tensors[k]) return err_set(LT_ERR_NULL, "%s: entry %d is NULL", fn, k), -1;
+        if (parse_name(o, names[k], &s, &i))
+            return err_set(LT_ERR_ARG, "%s: '%s' is not a state name of this optimizer", fn, names[k]), -1;
+        lt_tensor *p = o->params[i].p, *t = tensors[k];
+        if (lt_dtype_of(t) != lt_dtype_of(p) || lt_ndim(t) != lt_ndim(p) ||
+            memcmp(lt_shape(t), lt_shape(p), sizeof(int64_t) * (size_t)lt_ndim(p)))
+            return err_set(LT_ERR_SHAPE, "%s: '%s' has %s %s but parameter %d has %s %s", fn, names[k],
+                           lt_dtype_name(lt_dtype_of(t)), SHAPE_STR(lt_ndim(t), lt_shape(t)), i,
+                           lt_dtype_name(lt_dtype_of(p)), SHAPE_STR(lt_ndim(p), lt_shape(p))), -1;
+    }
+    for (int k = 0; k < n; k++) {
+        int s, i;
+        parse_name(o, names[k], &s, &i);
+        lt_tensor *c = lt_clone(tensors[k]); /* the optimizer owns its state; the caller keeps its tensor */
+        if (!c) return -1;
+        lt_free(o->params[i].s[s]);
+        o->params[i].s[s] = c;
+    }
+    return 0;
+}

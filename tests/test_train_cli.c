@@ -1,0 +1,175 @@
+/* The `lazytensor` program end to end, on generated data: a few training
+ * steps of every model with --report json (parsed here), a falling loss,
+ * checkpoint + resume continuing the same loss curve, eval, the missing-data
+ * message, and --help. Runs ./lazytensor from the build directory (CTest's
+ * working directory) or the binary named by $LT_CLI. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "harness.h"
+
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *cli;
+static char tmp[128];
+
+/* Runs a command line, capturing stdout (and stderr when `both`). */
+static int run(char *out, size_t cap, bool both, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int run(char *out, size_t cap, bool both, const char *fmt, ...) {
+    char cmd[2048], args[1600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s %s", cli, args, both ? "2>&1" : "2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The number after "key": in a flat JSON object; NAN for null or missing. */
+static double jnum(const char *js, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(js, pat);
+    if (!p || !strncmp(p + strlen(pat), "null", 4)) return NAN;
+    return strtod(p + strlen(pat), NULL);
+}
+
+/* The losses array; returns its length. */
+static int jlosses(const char *js, double *out, int max) {
+    const char *p = strstr(js, "\"losses\": [");
+    if (!p) return -1;
+    p += strlen("\"losses\": [");
+    int n = 0;
+    while (*p && *p != ']' && n < max) {
+        char *end;
+        out[n++] = strtod(p, &end);
+        if (end == p) return -1;
+        p = end;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return n;
+}
+
+static bool json_object(const char *js) {
+    const char *a = strchr(js, '{'), *b = strrchr(js, '}');
+    return a && b && b > a && !strchr(b + 1, '{');
+}
+
+static void small_run(const char *model) {
+    static char out[1 << 16];
+    int rc = run(out, sizeof out, false,
+                 "train --data fake --model %s --image-size 32 --batch-size 4 --steps 3 --test-size 8 --eval-batch 8 "
+                 "--report json",
+                 model);
+    CHECK_MSG(rc == 0, "%s: exit %d", model, rc);
+    CHECK_MSG(json_object(out), "%s: not one JSON object: %s", model, out);
+    CHECK_MSG(jnum(out, "steps") == 3, "%s: steps %g", model, jnum(out, "steps"));
+    CHECK_MSG(isfinite(jnum(out, "final_loss")), "%s: final_loss not finite", model);
+    CHECK_MSG(jnum(out, "test_accuracy") >= 0 && jnum(out, "test_accuracy") <= 100, "%s: accuracy", model);
+    const char *keys[] = {"images_per_sec", "trace_ms_per_step", "compile_ms_total", "execute_ms_per_step",
+                          "uncached_compiles", "peak_bytes"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CHECK_MSG(strstr(out, keys[i]) != NULL, "%s: no %s", model, keys[i]);
+}
+
+TEST(every_model_runs) {
+    small_run("mlp");
+    small_run("resnet20");
+    small_run("resnet18");
+    small_run("resnet50");
+}
+
+TEST(loss_falls) {
+    static char out[1 << 16];
+    CHECK(run(out, sizeof out, false,
+              "train --data fake --model mlp --batch-size 32 --steps 40 --test-size 500 --report json") == 0);
+    double l[64];
+    int n = jlosses(out, l, 64);
+    CHECK(n == 40);
+    if (n == 40) {
+        double a = 0, b = 0;
+        for (int i = 0; i < 5; i++) a += l[i], b += l[35 + i];
+        CHECK_MSG(b < 0.7 * a, "loss did not fall: first %g, last %g", a / 5, b / 5);
+    }
+    CHECK_MSG(jnum(out, "test_accuracy") > 30, "fake classes not learned: %g%%", jnum(out, "test_accuracy"));
+    CHECK(jnum(out, "uncached_compiles") < 10); /* the step compiles once, not per step */
+}
+
+TEST(resume_continues_curve) {
+    static char full[1 << 16], half[1 << 16], rest[1 << 16], ev[4096];
+    const char *common = "--data fake --model mlp --batch-size 8 --test-size 0 --optimizer adamw --lr-schedule cosine";
+    CHECK(run(full, sizeof full, false, "train %s --steps 8 --report json", common) == 0);
+    CHECK(run(half, sizeof half, false, "train %s --steps 4 --save %s/ck.safetensors --report json", common, tmp) == 0);
+    CHECK(run(rest, sizeof rest, false, "train %s --steps 8 --resume %s/ck.safetensors --report json", common, tmp) == 0);
+    double lf[16], lh[16], lr[16];
+    int nf = jlosses(full, lf, 16), nh = jlosses(half, lh, 16), nr = jlosses(rest, lr, 16);
+    CHECK(nf == 8 && nh == 4 && nr == 4 && jnum(rest, "first_step") == 4);
+    if (nf == 8 && nh == 4 && nr == 4)
+        for (int i = 0; i < 4; i++) {
+            CHECK_MSG(fabs(lh[i] - lf[i]) <= 1e-6 * fabs(lf[i]), "step %d: %.9g vs %.9g", i, lh[i], lf[i]);
+            CHECK_MSG(fabs(lr[i] - lf[4 + i]) <= 1e-5 * fabs(lf[4 + i]), "resumed step %d: %.9g vs %.9g", 4 + i,
+                      lr[i], lf[4 + i]);
+        }
+    CHECK(run(ev, sizeof ev, false, "eval --data fake --model mlp --test-size 100 --resume %s/ck.safetensors --report json",
+              tmp) == 0);
+    CHECK_MSG(jnum(ev, "step") == 4 && isfinite(jnum(ev, "test_accuracy")), "eval: %s", ev);
+    CHECK(run(ev, sizeof ev, true, "eval --data fake --model resnet20 --resume %s/ck.safetensors", tmp) != 0);
+    CHECK(run(ev, sizeof ev, true, "train --data fake --model mlp --resume %s/missing.safetensors", tmp) != 0);
+}
+
+TEST(missing_data_and_help) {
+    static char out[1 << 16];
+    CHECK(run(out, sizeof out, true, "train --data-dir /nonexistent/fmnist --steps 1") != 0);
+    CHECK_MSG(strstr(out, "apt-get install dataset-fashion-mnist") != NULL, "no install hint: %s", out);
+    CHECK(run(out, sizeof out, false, "--help") == 0);
+    const char *opts[] = {"--model", "--data", "--image-size", "--batch-size", "--epochs", "--steps", "--optimizer",
+                          "--lr", "--weight-decay", "--momentum", "--lr-schedule", "--seed", "--threads", "--eager",
+                          "--backend", "--save", "--resume", "--trace-file", "--metrics", "--report", "--plot"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        CHECK_MSG(strstr(out, opts[i]) != NULL, "--help does not document %s", opts[i]);
+    CHECK(run(out, sizeof out, true, "train --optimizer rmsprop") == 2);
+    CHECK(run(out, sizeof out, true, "train --batch-size -3") == 2);
+    CHECK(run(out, sizeof out, true, "frobnicate") == 2);
+}
+
+TEST(plot_svg) {
+    static char out[1 << 16];
+    CHECK(run(out, sizeof out, false, "train --data fake --model mlp --batch-size 8 --steps 5 --test-size 16 --plot %s/p.svg",
+              tmp) == 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.svg", tmp);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f) return;
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    CHECK(strstr(out, "<svg") && strstr(out, "</svg>") && strstr(out, "<polyline") && strstr(out, "execute"));
+}
+
+int main(int argc, char **argv) {
+    cli = argc > 1 ? argv[1] : getenv("LT_CLI") ? getenv("LT_CLI") : "./lazytensor";
+    if (access(cli, X_OK)) {
+        fprintf(stderr, "test_train_cli: %s not found (build the lazytensor program first)\n", cli);
+        return 1;
+    }
+    snprintf(tmp, sizeof tmp, "/tmp/lt_test_cli_%d", (int)getpid());
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp);
+    if (system(cmd)) return 1;
+    RUN(missing_data_and_help);
+    RUN(every_model_runs);
+    RUN(loss_falls);
+    RUN(resume_continues_curve);
+    RUN(plot_svg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
+    return h_report();
+}

@@ -1,0 +1,93 @@
+/* The command-line program's shared declarations. Included first by every
+ * file in tools/ (it sets the POSIX feature macro before any system header). */
+#ifndef LT_CLI_H
+#define LT_CLI_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "lazytensor.h"
+#include "data/data.h"
+
+#define DATA_DIR_DEFAULT DATA_FASHION_DIR
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct cli_opts {
+    const char *cmd;          /* train | eval | bench */
+    const char *model;        /* mlp | resnet20 | resnet18 | resnet50 */
+    const char *data;         /* fashion-mnist | fake */
+    const char *data_dir;
+    int image_size;           /* 0: the dataset's own */
+    int64_t batch_size;
+    int epochs;
+    int64_t steps;            /* 0: whole epochs */
+    const char *optimizer;    /* sgd | adam | adamw */
+    double lr, weight_decay, momentum;
+    const char *lr_schedule;  /* none | step | cosine */
+    uint64_t seed;
+    int threads;              /* 0: library default */
+    bool eager;
+    const char *backend;      /* NULL: library default */
+    const char *save, *resume, *trace_file, *report, *plot;
+    bool metrics, augment;
+    int64_t test_size;        /* -1: whole test set, 0: no evaluation */
+    int64_t eval_batch;
+    int64_t log_every;        /* non-terminal progress: a line every N steps */
+    bool quiet;               /* no progress or summary (bench runs) */
+} cli_opts;
+
+/* options.c */
+void opts_defaults(cli_opts *o);
+int opts_parse(cli_opts *o, int argc, char **argv); /* 0 ok, 1 help printed, -1 error printed */
+void opts_help(FILE *f);
+int opts_apply_env(const cli_opts *o); /* before the first lazytensor call */
+
+/* timing */
+double cli_now(void); /* seconds, monotonic */
+
+/* Everything a run measured: the report, the summary and the plot read it. */
+typedef struct run_stats {
+    const char *model, *data, *optimizer;
+    int64_t batch, first_step, steps; /* steps run in this process, from first_step */
+    double wall_s, data_s, trace_s, mark_s, compile_s, exec_s;
+    double *loss;                     /* per step of this run */
+    double *acc;                      /* test accuracy per evaluation, percent */
+    int64_t *acc_step;
+    int nacc;
+    double first_loss, final_loss, test_acc;
+    double uncached, cached, peak_bytes;
+} run_stats;
+
+/* train.c */
+int cmd_train(const cli_opts *o, run_stats *st); /* st may be NULL */
+int cmd_eval(const cli_opts *o);
+void stats_free(run_stats *st);
+
+/* bench.c */
+int cmd_bench(const cli_opts *o);
+
+/* progress.c */
+typedef struct progress {
+    FILE *f;
+    bool tty;
+    int64_t total, every;
+    double t_start, t_last;
+    int last_len;
+} progress;
+void progress_init(progress *p, FILE *f, int64_t total, int64_t every);
+void progress_update(progress *p, int64_t step, double loss, double img_s, double trace_ms, double exec_ms,
+                     double eta_s);
+void progress_done(progress *p);
+
+/* report.c */
+void report_json(FILE *f, const run_stats *st);
+void report_table(FILE *f, const run_stats *st);
+
+/* plot_svg.c */
+int plot_svg(const char *path, const run_stats *st);
+
+#endif

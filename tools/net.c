@@ -1,0 +1,133 @@
+/* A --model and its --optimizer over the library's lt_model and lt_optim:
+ * forward, lt_cross_entropy, lt_backward, optimizer step; gradients are
+ * dropped before the sync so they stay inside the compiled graph. */
+#include "net.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cli_net {
+    lt_model *m;
+    lt_optim *opt;
+    int nstate;
+    const char **names;  /* checkpoint names: model's borrowed, optimizer's owned */
+    lt_tensor **tensors;
+    char **owned;
+    int nowned;
+    char desc[96];
+};
+
+cli_net *net_create(const cli_opts *o, int in_ch, int hw, int classes) {
+    cli_net *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    if (!strcmp(o->model, "mlp") && hw != 28) { /* lt_model_new's MLP assumes 28x28 */
+        int64_t sizes[4] = {(int64_t)in_ch * hw * hw, 256, 128, classes};
+        n->m = lt_model_mlp(4, sizes);
+    } else {
+        n->m = lt_model_new(o->model, in_ch, classes);
+    }
+    lt_tensor **p = NULL;
+    int np = n->m ? lt_model_params(n->m, &p, NULL) : -1;
+    if (np > 0) {
+        if (!strcmp(o->optimizer, "sgd"))
+            n->opt = lt_optim_sgd(np, p, o->lr, o->momentum, 0, o->weight_decay, false);
+        else if (!strcmp(o->optimizer, "adam"))
+            n->opt = lt_optim_adam(np, p, o->lr, 0.9, 0.999, 1e-8, o->weight_decay, false);
+        else
+            n->opt = lt_optim_adamw(np, p, o->lr, 0.9, 0.999, 1e-8, o->weight_decay, false);
+    }
+    if (!n->opt) {
+        fprintf(stderr, "lazytensor: --model %s --optimizer %s: %s\n", o->model, o->optimizer,
+                lt_error() ? lt_error_message() : "no parameters");
+        net_free(n);
+        return NULL;
+    }
+    int64_t count = 0;
+    for (int i = 0; i < np; i++) count += lt_numel(p[i]);
+    snprintf(n->desc, sizeof n->desc, "%s, %lld parameters", o->model, (long long)count);
+    return n;
+}
+
+static void drop_names(cli_net *n) {
+    for (int i = 0; i < n->nowned; i++) free(n->owned[i]);
+    free(n->owned);
+    free(n->names);
+    free(n->tensors);
+    n->owned = NULL, n->names = NULL, n->tensors = NULL, n->nowned = 0;
+}
+
+void net_free(cli_net *n) {
+    if (!n) return;
+    drop_names(n);
+    lt_optim_free(n->opt);
+    lt_model_free(n->m);
+    free(n);
+}
+
+const char *net_describe(const cli_net *n) { return n->desc; }
+
+lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
+    lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
+    lt_tensor *logits = lt_model_forward(n->m, x);
+    lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
+    lt_free(logits);
+    if (!loss || lt_backward(loss) || lt_optim_step(n->opt)) {
+        lt_free(loss);
+        return NULL;
+    }
+    lt_optim_zero_grad(n->opt); /* nothing holds the gradients: never materialized */
+    return loss;
+}
+
+lt_tensor *net_logits(cli_net *n, lt_tensor *x) {
+    lt_model_train(n->m, false);
+    lt_no_grad_begin();
+    lt_tensor *out = lt_model_forward(n->m, x);
+    lt_no_grad_end();
+    lt_model_train(n->m, true);
+    return out;
+}
+
+int net_state(cli_net *n, const char ***names, lt_tensor ***tensors) {
+    drop_names(n);
+    lt_tensor **mt;
+    const char **mn;
+    int nm = lt_model_state(n->m, &mt, &mn), no = lt_optim_state(n->opt, 0, NULL, NULL);
+    if (nm < 0 || no < 0) return -1;
+    n->names = calloc((size_t)(nm + no) + 1, sizeof *n->names);
+    n->tensors = calloc((size_t)(nm + no) + 1, sizeof *n->tensors);
+    n->owned = calloc((size_t)no + 1, sizeof *n->owned);
+    if (!n->names || !n->tensors || !n->owned) return -1;
+    memcpy(n->names, mn, sizeof *mn * (size_t)nm);
+    memcpy(n->tensors, mt, sizeof *mt * (size_t)nm);
+    if (no && lt_optim_state(n->opt, no, n->names + nm, n->tensors + nm) != no) return -1;
+    for (int i = 0; i < no; i++) {
+        size_t len = strlen(n->names[nm + i]) + 7;
+        if (!(n->owned[i] = malloc(len))) return -1;
+        n->nowned = i + 1;
+        snprintf(n->owned[i], len, "optim.%s", n->names[nm + i]);
+        n->names[nm + i] = n->owned[i];
+    }
+    *names = n->names;
+    *tensors = n->tensors;
+    return nm + no;
+}
+
+int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step) {
+    /* split the file's tensors: "optim.*" to the optimizer, the rest to the model */
+    const char **on = calloc((size_t)nt + 1, sizeof *on), **mn = calloc((size_t)nt + 1, sizeof *mn);
+    lt_tensor **ot = calloc((size_t)nt + 1, sizeof *ot), **mt = calloc((size_t)nt + 1, sizeof *mt);
+    int no = 0, nm = 0, rc = -1;
+    if (on && mn && ot && mt) {
+        for (int i = 0; i < nt; i++) {
+            if (!strncmp(names[i], "optim.", 6)) on[no] = names[i] + 6, ot[no++] = tensors[i];
+            else mn[nm] = names[i], mt[nm++] = tensors[i];
+        }
+        rc = lt_model_load_state(n->m, nm, mn, mt, true) < 0 || lt_optim_load_state(n->opt, no, on, ot) ||
+                     lt_optim_set_step(n->opt, -1, step)
+                 ? -1
+                 : 0;
+    }
+    free(on), free(mn), free(ot), free(mt);
+    return rc;
+}

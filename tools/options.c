@@ -1,0 +1,198 @@
+/* Command-line options: one table drives both parsing and --help, so the
+ * help text cannot drift from what is accepted. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void opts_defaults(cli_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->cmd = "train";
+    o->model = "resnet20";
+    o->data = "fashion-mnist";
+    o->batch_size = 128;
+    o->epochs = 1;
+    o->optimizer = "adamw";
+    o->lr = 1e-3;
+    o->weight_decay = 1e-4; /* the anchor script's AdamW settings */
+    o->momentum = 0.9;
+    o->lr_schedule = "none";
+    o->test_size = -1;
+    o->eval_batch = 1000;
+    o->log_every = 50;
+}
+
+enum kind { STR, INT, I64, DBL, FLAG, SEED };
+static const struct opt {
+    const char *name, *arg;
+    enum kind kind;
+    size_t off;
+    const char *choices; /* "a|b|c" or NULL */
+    const char *help, *dflt;
+} table[] = {
+#define O(f) offsetof(cli_opts, f)
+    {"model", "NAME", STR, O(model), "mlp|resnet20|resnet18|resnet50", "network to train", "resnet20"},
+    {"data", "NAME", STR, O(data), "fashion-mnist|fake", "dataset; fake is generated, needs no files", "fashion-mnist"},
+    {"data-dir", "DIR", STR, O(data_dir), NULL, "Fashion-MNIST directory", DATA_DIR_DEFAULT},
+    {"image-size", "N", INT, O(image_size), NULL, "fake data: image side (fashion-mnist is 28)",
+     "28; 224 for resnet18/50"},
+    {"batch-size", "N", I64, O(batch_size), NULL, "training batch size", "128"},
+    {"epochs", "N", INT, O(epochs), NULL, "passes over the training set", "1"},
+    {"steps", "N", I64, O(steps), NULL, "stop after N optimizer steps in total (overrides --epochs)", "0 = off"},
+    {"optimizer", "NAME", STR, O(optimizer), "sgd|adam|adamw", "optimizer", "adamw"},
+    {"lr", "X", DBL, O(lr), NULL, "learning rate", "0.001"},
+    {"weight-decay", "X", DBL, O(weight_decay), NULL, "weight decay (decoupled for adamw)", "0.0001"},
+    {"momentum", "X", DBL, O(momentum), NULL, "sgd momentum", "0.9"},
+    {"lr-schedule", "NAME", STR, O(lr_schedule), "none|step|cosine",
+     "none; step: x0.1 at 50% and 75% of the steps; cosine: to 0", "none"},
+    {"seed", "N", SEED, O(seed), NULL, "seed of weights, shuffling, augmentation, fake data", "0"},
+    {"threads", "N", INT, O(threads), NULL, "worker threads (sets LT_NUM_THREADS)", "0 = all cores"},
+    {"eager", NULL, FLAG, O(eager), NULL, "sync after every op (sets LT_EAGER=1)", "off"},
+    {"backend", "NAME", STR, O(backend), "ref|cpu", "execution backend (sets LT_BACKEND)", "cpu"},
+    {"augment", NULL, FLAG, O(augment), NULL, "random crop (pad 2) and horizontal flip", "off"},
+    {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
+     "all"},
+    {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "1000"},
+    {"save", "PATH", STR, O(save), NULL, "write a safetensors checkpoint (model, optimizer, step) at the end",
+     "none"},
+    {"resume", "PATH", STR, O(resume), NULL, "start from a checkpoint; continues its step count and loss curve",
+     "none"},
+    {"trace-file", "PATH", STR, O(trace_file), NULL, "Chrome/Perfetto timeline (sets LT_TRACE_FILE)", "none"},
+    {"metrics", NULL, FLAG, O(metrics), NULL, "print the library's metrics at exit (sets LT_METRICS=1)", "off"},
+    {"report", "FORMAT", STR, O(report), "json", "print one JSON object with the results on stdout", "none"},
+    {"plot", "PATH.svg", STR, O(plot), NULL, "write an SVG: loss per step, accuracy per epoch, time split",
+     "none"},
+    {"log-every", "N", I64, O(log_every), NULL, "progress line every N steps when not on a terminal", "50"},
+#undef O
+};
+#define NOPTS (sizeof table / sizeof table[0])
+
+void opts_help(FILE *f) {
+    fprintf(f, "usage: lazytensor <command> [options]\n\n"
+               "commands:\n"
+               "  train   train a model (default: ResNet-20 on Fashion-MNIST, 1 epoch, batch 128, AdamW),\n"
+               "          then evaluate on the test set\n"
+               "  eval    evaluate a checkpoint: lazytensor eval --resume PATH [--model ...]\n"
+               "  bench   trace-overhead table and a short training benchmark\n"
+               "  demo    a tiny traced loop\n\n"
+               "options (default in brackets):\n");
+    for (size_t i = 0; i < NOPTS; i++) {
+        char lhs[48];
+        snprintf(lhs, sizeof lhs, "--%s%s%s", table[i].name, table[i].arg ? " " : "", table[i].arg ? table[i].arg : "");
+        fprintf(f, "  %-24s %s", lhs, table[i].help);
+        if (table[i].choices) fprintf(f, " (%s)", table[i].choices);
+        fprintf(f, " [%s]\n", table[i].dflt);
+    }
+    fprintf(f, "  %-24s %s\n\nFashion-MNIST comes from the Debian package: apt-get install dataset-fashion-mnist\n",
+            "--help", "this text");
+}
+
+static bool in_choices(const char *v, const char *choices) {
+    size_t n = strlen(v);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n)) return true;
+        p = bar ? bar + 1 : NULL;
+    }
+    return false;
+}
+
+static int set(const struct opt *op, cli_opts *o, const char *v) {
+    char *base = (char *)o + op->off, *end = NULL;
+    errno = 0;
+    switch (op->kind) {
+    case STR:
+        if (op->choices && !in_choices(v, op->choices)) {
+            fprintf(stderr, "lazytensor: --%s %s: expected one of %s\n", op->name, v, op->choices);
+            return -1;
+        }
+        *(const char **)(void *)base = v;
+        return 0;
+    case INT: case I64: case SEED: {
+        long long x = strtoll(v, &end, 10);
+        if (errno || end == v || *end || x < 0 || (op->kind == INT && x > 1000000000)) break;
+        if (op->kind == INT) *(int *)(void *)base = (int)x;
+        else if (op->kind == I64) *(int64_t *)(void *)base = x;
+        else *(uint64_t *)(void *)base = (uint64_t)x;
+        return 0;
+    }
+    case DBL: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x) || x < 0) break;
+        *(double *)(void *)base = x;
+        return 0;
+    }
+    case FLAG: break;
+    }
+    fprintf(stderr, "lazytensor: --%s: '%s' is not a valid %s\n", op->name, v,
+            op->kind == DBL ? "non-negative number" : "non-negative integer");
+    return -1;
+}
+
+int opts_parse(cli_opts *o, int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            opts_help(stdout);
+            return 1;
+        }
+        if (strncmp(a, "--", 2)) {
+            fprintf(stderr, "lazytensor: unexpected argument '%s' (try --help)\n", a);
+            return -1;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *op = NULL;
+        for (size_t k = 0; k < NOPTS; k++)
+            if (strlen(table[k].name) == len && !strncmp(table[k].name, name, len)) op = &table[k];
+        if (!op) {
+            fprintf(stderr, "lazytensor: unknown option '%s' (try --help)\n", a);
+            return -1;
+        }
+        if (op->kind == FLAG) {
+            if (eq) {
+                fprintf(stderr, "lazytensor: --%s takes no value\n", op->name);
+                return -1;
+            }
+            *(bool *)(void *)((char *)o + op->off) = true;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) {
+            fprintf(stderr, "lazytensor: --%s needs a value (%s)\n", op->name, op->arg);
+            return -1;
+        }
+        if (set(op, o, v)) return -1;
+    }
+    if (o->batch_size < 1 || o->eval_batch < 1 || o->epochs < 1 || o->log_every < 1) {
+        fprintf(stderr, "lazytensor: --batch-size, --eval-batch, --epochs and --log-every must be at least 1\n");
+        return -1;
+    }
+    if (o->image_size && (o->image_size < 8 || o->image_size > 1024)) {
+        fprintf(stderr, "lazytensor: --image-size must be in 8..1024\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The library reads its environment once, at the first call; these must be
+ * set before anything else touches it. */
+int opts_apply_env(const cli_opts *o) {
+    char buf[32];
+    int rc = 0;
+    if (o->eager) rc |= setenv("LT_EAGER", "1", 1);
+    if (o->backend) rc |= setenv("LT_BACKEND", o->backend, 1);
+    if (o->threads > 0) {
+        snprintf(buf, sizeof buf, "%d", o->threads);
+        rc |= setenv("LT_NUM_THREADS", buf, 1);
+        rc |= setenv("OMP_NUM_THREADS", buf, 1); /* oneDNN's OpenMP runtime reads this one */
+    }
+    if (o->trace_file) rc |= setenv("LT_TRACE_FILE", o->trace_file, 1);
+    if (o->metrics) rc |= setenv("LT_METRICS", "1", 1);
+    if (rc) fprintf(stderr, "lazytensor: could not set the environment\n");
+    return rc ? -1 : 0;
+}

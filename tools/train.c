@@ -1,0 +1,218 @@
+/* `lazytensor train` and `lazytensor eval`. One training step: copy a batch
+ * in, trace forward + loss + backward + optimizer update, ONE lt_mark_step,
+ * then read the (now materialized) loss. The three phases are timed apart:
+ * data (host batch + lt_from_data), trace (the tracing calls), and the
+ * mark_step wall time, split by the library's CompileTime into compile and
+ * execute. */
+#include "net.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool big_model(const char *m) { return !strcmp(m, "resnet18") || !strcmp(m, "resnet50"); }
+
+/* Opens the train and test sets; *hw etc. describe the images. */
+static int open_data(const cli_opts *o, data_set *tr, data_set *te) {
+    memset(tr, 0, sizeof *tr);
+    memset(te, 0, sizeof *te);
+    if (!strcmp(o->data, "fake")) {
+        bool big = big_model(o->model); /* ImageNet-like for the ImageNet models */
+        int c = big ? 3 : 1, hw = o->image_size ? o->image_size : big ? 224 : 28, classes = big ? 1000 : 10;
+        if (data_fake_init(tr, 60000, c, hw, classes, o->seed) ||
+            data_fake_init(te, 10000, c, hw, classes, o->seed ^ 0x7e57u))
+            goto fail;
+    } else {
+        if (o->image_size && o->image_size != 28) {
+            fprintf(stderr, "lazytensor: --image-size applies to --data fake (Fashion-MNIST is 28x28)\n");
+            return -1;
+        }
+        const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_DIR;
+        if (data_fashion_load(tr, dir, true) || data_fashion_load(te, dir, false)) {
+            int missing = lt_error() == LT_ERR_IO;
+            fprintf(stderr, "lazytensor: %s\n", lt_error_message());
+            if (missing)
+                fprintf(stderr, "lazytensor: Fashion-MNIST is not installed in %s. Install it with:\n"
+                                "    apt-get install dataset-fashion-mnist\n"
+                                "or train on generated data with --data fake\n", dir);
+            data_set_free(tr);
+            return -1;
+        }
+    }
+    if (o->test_size >= 0 && o->test_size < te->n) te->n = o->test_size;
+    return 0;
+fail:
+    fprintf(stderr, "lazytensor: %s\n", lt_error_message());
+    return -1;
+}
+
+static double lr_at(const cli_opts *o, int64_t step, int64_t total) {
+    double f = (double)step / (double)(total > 0 ? total : 1);
+    if (!strcmp(o->lr_schedule, "step")) return o->lr * (f >= 0.75 ? 0.01 : f >= 0.5 ? 0.1 : 1);
+    if (!strcmp(o->lr_schedule, "cosine")) return o->lr * 0.5 * (1 + cos(3.14159265358979323846 * f));
+    return o->lr;
+}
+
+/* Test accuracy in percent; NAN when there is nothing to evaluate. */
+static double evaluate(cli_net *net, const data_set *te, const cli_opts *o) {
+    if (te->n <= 0) return NAN;
+    data_loader l;
+    if (data_loader_init(&l, te, o->eval_batch, o->seed, false, false)) return NAN;
+    double correct = 0;
+    for (int64_t b = 0;; b++) {
+        int64_t rows = data_loader_fill(&l, 0, b);
+        if (!rows) break;
+        lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
+        lt_tensor *lg = net_logits(net, x), *am = lt_argmax(lg, 1, false), *eq = lt_eq(am, y);
+        lt_tensor *s = lt_sum(eq, 0, NULL, false);
+        correct += lt_item(s);
+        lt_free(x), lt_free(y), lt_free(lg), lt_free(am), lt_free(eq), lt_free(s);
+    }
+    data_loader_free(&l);
+    return lt_error() ? NAN : 100.0 * correct / (double)te->n;
+}
+
+void stats_free(run_stats *st) {
+    free(st->loss);
+    free(st->acc);
+    free(st->acc_step);
+    memset(st, 0, sizeof *st);
+}
+
+static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const data_set *te, run_stats *st,
+                      FILE *human) {
+    data_loader l;
+    if (data_loader_init(&l, tr, o->batch_size, o->seed, true, o->augment)) return -1;
+    int64_t nb = data_loader_full_batches(&l);
+    int64_t total = o->steps ? o->steps : nb * o->epochs, start = st->first_step;
+    int64_t n = total > start ? total - start : 0;
+    st->loss = calloc((size_t)n + 1, sizeof *st->loss);
+    int64_t nevals = n / nb + 2;
+    st->acc = calloc((size_t)nevals, sizeof *st->acc);
+    st->acc_step = calloc((size_t)nevals, sizeof *st->acc_step);
+    if (!st->loss || !st->acc || !st->acc_step) return data_loader_free(&l), -1;
+    progress pg;
+    progress_init(&pg, human ? stderr : NULL, total, o->log_every);
+    double t_run = cli_now(), mark_s = 0, comp_s = 0;
+    int rc = 0;
+    for (int64_t step = start; step < total; step++) {
+        int64_t epoch = step / nb, b = step % nb;
+        double t0 = cli_now();
+        int64_t rows = data_loader_fill(&l, epoch, b);
+        lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
+        double t1 = cli_now();
+        lt_tensor *loss = net_step(net, x, y, lr_at(o, step, total));
+        double t2 = cli_now(), c0 = lt_metric("CompileTime");
+        lt_mark_step();
+        double t3 = cli_now(), dc = lt_metric("CompileTime") - c0;
+        double lv = lt_item(loss); /* materialized by the mark_step: no second sync */
+        lt_free(x), lt_free(y), lt_free(loss);
+        if (lt_error()) {
+            fprintf(stderr, "\nlazytensor: step %lld: %s\n", (long long)step, lt_error_message());
+            rc = -1;
+            break;
+        }
+        st->data_s += t1 - t0;
+        st->trace_s += t2 - t1;
+        mark_s += t3 - t2;
+        comp_s += dc;
+        st->loss[st->steps++] = lv;
+        double el = st->data_s + st->trace_s + mark_s, per = (cli_now() - t_run) / (double)st->steps;
+        progress_update(&pg, step + 1, lv, (double)(st->steps * l.batch) / el, (t2 - t1) * 1e3,
+                        (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
+        if (b == nb - 1 || step + 1 == total) { /* end of an epoch, or of the run */
+            double acc = evaluate(net, te, o);
+            if (!isnan(acc)) {
+                st->acc[st->nacc] = acc;
+                st->acc_step[st->nacc++] = step + 1;
+                progress_done(&pg);
+                if (human)
+                    fprintf(human, "epoch %lld: step %lld, loss %.4f, test accuracy %.2f%%\n",
+                            (long long)epoch + 1, (long long)step + 1, lv, acc);
+            }
+        }
+    }
+    progress_done(&pg);
+    /* wall time of the training steps alone (evaluation excluded) */
+    st->wall_s = st->data_s + st->trace_s + mark_s;
+    st->mark_s = mark_s;
+    st->compile_s = comp_s;
+    st->exec_s = mark_s - comp_s;
+    st->batch = l.batch;
+    data_loader_free(&l);
+    return rc;
+}
+
+int cmd_train(const cli_opts *o, run_stats *out) {
+    FILE *human = o->quiet ? NULL : o->report ? stderr : stdout; /* stdout carries only the JSON then */
+    data_set tr, te;
+    run_stats st = {0};
+    if (open_data(o, &tr, &te)) return 1;
+    lt_manual_seed(o->seed);
+    cli_net *net = net_create(o, tr.c, tr.h, tr.classes);
+    int rc = net ? 0 : 1;
+    if (!rc && o->resume && net_load(net, o->model, o->resume, &st.first_step)) rc = 1;
+    if (!rc && human) {
+        fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g\n", net_describe(net),
+                o->data, (long long)tr.n, tr.c, tr.h, tr.w, (long long)o->batch_size, o->optimizer, o->lr);
+        if (st.first_step) fprintf(human, "resumed from %s at step %lld\n", o->resume, (long long)st.first_step);
+    }
+    if (!rc) {
+        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer;
+        if (train_loop(o, net, &tr, &te, &st, human)) rc = 1;
+    }
+    if (!rc && o->save && net_save(net, o->model, o->save, st.first_step + st.steps)) rc = 1;
+    if (!rc) {
+        st.first_loss = st.steps ? st.loss[0] : NAN;
+        st.final_loss = st.steps ? st.loss[st.steps - 1] : NAN;
+        st.test_acc = st.nacc ? st.acc[st.nacc - 1] : NAN;
+        st.uncached = lt_metric("UncachedCompile");
+        st.cached = lt_metric("CachedCompile");
+        st.peak_bytes = lt_metric("PeakBytes");
+        if (human) report_table(human, &st);
+        if (o->report) report_json(stdout, &st);
+        if (o->plot && plot_svg(o->plot, &st)) rc = 1;
+    }
+    net_free(net);
+    data_set_free(&tr);
+    data_set_free(&te);
+    if (out && !rc) *out = st;
+    else stats_free(&st);
+    return rc;
+}
+
+int cmd_eval(const cli_opts *o) {
+    if (!o->resume) {
+        fprintf(stderr, "lazytensor: eval needs --resume PATH (a checkpoint written by train --save)\n");
+        return 2;
+    }
+    data_set tr, te;
+    if (open_data(o, &tr, &te)) return 1;
+    cli_net *net = net_create(o, te.c, te.h, te.classes);
+    int64_t step = 0;
+    int rc = !net || net_load(net, o->model, o->resume, &step);
+    if (!rc) {
+        double t0 = cli_now(), acc = evaluate(net, &te, o);
+        if (isnan(acc)) {
+            fprintf(stderr, "lazytensor: evaluation failed: %s\n", lt_error() ? lt_error_message() : "no test images");
+            rc = 1;
+        } else if (o->report) {
+            printf("{\"step\": %lld, \"test_images\": %lld, \"test_accuracy\": %.4f, \"eval_s\": %.3f}\n",
+                   (long long)step, (long long)te.n, acc, cli_now() - t0);
+        } else {
+            printf("%s at step %lld: test accuracy %.2f%% on %lld images (%.1f s)\n", o->resume, (long long)step,
+                   acc, (long long)te.n, cli_now() - t0);
+        }
+    }
+    net_free(net);
+    data_set_free(&tr);
+    data_set_free(&te);
+    return rc;
+}
