@@ -34,9 +34,18 @@
  * Scalars are C doubles and behave like Python floats in type promotion:
  * an integer or bool tensor combined with a scalar gives float32.
  *
- * Threads: one tracing thread per process. All calls must come from one
- * thread at a time (the library keeps one global graph, like PyTorch/XLA's
- * per-device graph); the error state is thread-local.
+ * Threads: the library is not thread-safe. It keeps one global state per
+ * process (the pending graph, the compile cache, the tensor and buffer pools,
+ * the RNG, metrics, the optimizer and model objects), like PyTorch/XLA's
+ * per-device graph, and takes no locks. Any thread may call it, but never two
+ * at once: when use moves from one thread to another, the program must order
+ * the calls with a happens-before edge (a mutex, pthread_join, ...); then
+ * handles, optimizers and models carry over unchanged. Calls from two threads
+ * that overlap in time are undefined behaviour, even on different tensors.
+ * The error state alone is per thread: lt_error() and lt_error_message() see
+ * only errors raised by the calling thread, and lt_clear_error() clears only
+ * its own. Kernels may run on an internal OpenMP pool; that is invisible to
+ * the caller. (tests/test_threads.c holds this contract.)
  */
 #ifndef LAZYTENSOR_H
 #define LAZYTENSOR_H

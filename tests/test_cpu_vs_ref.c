@@ -5,6 +5,7 @@
  * runs with guard bytes after every buffer it allocates. */
 #include "harness.h"
 
+#include "api/nn.h"
 #include "backend/cpu/cpu.h"
 #include "exec/exec.h"
 
@@ -346,7 +347,267 @@ TEST(reductions_softmax_matmul) {
     matmul_cases();
 }
 
+/* Reductions big enough for the threaded and split paths of reduce.c, every
+ * axis pattern it canonicalizes (and one it leaves to the reference), plus
+ * NaN and infinities; random axis subsets on small shapes. */
+static void fast_reduction_cases(void) {
+    static const struct {
+        int nd;
+        int64_t s[4];
+        int naxes, axes[4];
+    } C[] = {
+        {4, {8, 16, 20, 20}, 3, {0, 2, 3}}, /* bias/BN gradient: per channel */
+        {4, {8, 16, 20, 20}, 2, {2, 3}},    /* global pooling */
+        {1, {300001}, 0, {0}},               /* everything: split over threads */
+        {2, {5000, 7}, 1, {0}},              /* leading axis, few columns: rows split */
+        {2, {64, 3000}, 1, {0}},             /* leading axis, several column blocks */
+        {2, {3, 50000}, 1, {1}},
+        {4, {4, 5, 6, 7}, 2, {1, 3}},
+        {4, {2, 3, 40, 50}, 2, {0, 2}},      /* R K R K: the reference kernel */
+        {3, {30, 1, 4000}, 2, {0, 1}},
+    };
+    int ops[] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_MAX, LT_OP_MIN};
+    char what[96];
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++)
+        for (int dt = 0; dt < 2; dt++)
+            for (int special = 0; special < 2; special++) {
+                lt_tensor *x = rand_tensor((lt_dtype)dt, C[c].nd, C[c].s, 0);
+                if (special) { /* a few NaNs and infinities, through in-place writes */
+                    lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
+                    int64_t n = lt_numel(flat);
+                    double sv[3] = {NAN, INFINITY, -INFINITY};
+                    for (int k = 0; k < 3; k++) {
+                        lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
+                        lt_fill_(e, sv[k]);
+                        lt_free(e);
+                    }
+                    lt_free(flat);
+                }
+                for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                    rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
+                    memcpy(r.axes, C[c].axes, sizeof r.axes);
+                    snprintf(what, sizeof what, "%s case %zu dtype %d special %d", g_ops[ops[o]].name, c, dt, special);
+                    differential(what, ops[o], make_reduce, &r, 1e-5);
+                }
+                lt_free(x);
+            }
+    for (int trial = 0; trial < 60; trial++) { /* random axis subsets */
+        int64_t s[LT_MAX_DIMS];
+        int nd = rand_shape(s);
+        rctx r = {ops[trial % 4], 0, {0}, rint_(2), NULL, NULL};
+        for (int d = 0; d < nd; d++)
+            if (rint_(2)) r.axes[r.naxes++] = d;
+        if (!r.naxes && nd) r.axes[r.naxes++] = nd - 1;
+        r.x = rand_tensor((lt_dtype)rint_(2), nd, s, 0);
+        snprintf(what, sizeof what, "%s axes trial %d", g_ops[r.op].name, trial);
+        differential(what, r.op, make_reduce, &r, 1e-5);
+        lt_free(r.x);
+    }
+    /* Arg-reductions and softmax on long rows and columns. */
+    int64_t rows_[2] = {40, 1000}, cols_[2] = {1000, 40}, sm[3] = {3, 70, 333};
+    int aops[] = {LT_OP_ARGMAX, LT_OP_ARGMIN, LT_OP_SOFTMAX, LT_OP_LOG_SOFTMAX};
+    for (int dt = 0; dt < 2; dt++)
+        for (int a = 0; a < 4; a++)
+            for (int shape = 0; shape < 3; shape++) {
+                int nd = shape == 2 ? 3 : 2;
+                lt_tensor *x = rand_tensor((lt_dtype)dt, nd, shape == 0 ? rows_ : shape == 1 ? cols_ : sm, 0);
+                for (int dim = -1; dim >= -nd; dim--) {
+                    rctx r = {aops[a], 1, {dim}, rint_(2), x, NULL};
+                    snprintf(what, sizeof what, "%s shape %d dim %d dtype %d", g_ops[aops[a]].name, shape, dim, dt);
+                    differential(what, aops[a], make_reduce, &r, 1e-5);
+                }
+                lt_free(x);
+            }
+    /* The fast kernels did run: none of these falls back. */
+    exec_set_backend(0);
+    lt_tensor *x = rand_tensor(LT_F32, 4, C[0].s, 0);
+    double f0 = lt_metric("FallbackOps");
+    lt_tensor *y[5] = {lt_sum(x, 3, C[0].axes, false), lt_mean(x, 2, C[1].axes, true), lt_max(x, 0, NULL, false),
+                       lt_argmax(x, 1, false), lt_log_softmax(x, -1)};
+    lt_mark_step();
+    CHECK(lt_metric("FallbackOps") == f0);
+    for (int i = 0; i < 5; i++) lt_free(y[i]);
+    lt_free(x);
+    exec_set_backend(-1);
+}
+
+TEST(fast_reductions) { fast_reduction_cases(); }
+
+/* The vectorized loops again with each narrower instruction set this
+ * machine has (CI machines may have fewer than this one). */
+TEST(every_isa) {
+    for (int level = cpu_isa() - 1; level >= 0; level--) {
+        cpu_set_isa(level);
+        for (int op = 0; op < LT_OP_COUNT; op++)
+            if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
+        fast_reduction_cases();
+    }
+    cpu_set_isa(-1);
+}
+
 TEST(views_scatters_cat) { view_cases(); }
+
+/* ---- NN ops: conv, pooling, batch norm, linear (oneDNN / fast C kernels on cpu) ---- */
+
+typedef struct nctx {
+    int op;
+    lt_tensor *x, *w, *b, *g, *rm, *rv;
+    int64_t st[2], pad[2], dil[2], k[2], groups, xs[4], ws[4];
+    int training;
+} nctx;
+
+static lt_tensor *make_nn(void *p) {
+    nctx *c = p;
+    switch (c->op) {
+    case LT_OP_CONV2D: return lt_conv2d(c->x, c->w, c->b, c->st, c->pad, c->dil, c->groups);
+    case LT_OP_CONV2D_BWD_INPUT: return nn_conv2d_backward_input(c->g, c->w, c->xs, c->st, c->pad, c->dil, c->groups);
+    case LT_OP_CONV2D_BWD_WEIGHT: return nn_conv2d_backward_weight(c->g, c->x, c->ws, c->st, c->pad, c->dil, c->groups);
+    case LT_OP_MAX_POOL2D: return lt_max_pool2d(c->x, c->k, c->st, c->pad);
+    case LT_OP_AVG_POOL2D: return lt_avg_pool2d(c->x, c->k, c->st, c->pad);
+    case LT_OP_ADAPTIVE_AVG_POOL2D: return lt_adaptive_avg_pool2d(c->x, c->k);
+    case LT_OP_MAX_POOL2D_BWD: return nn_max_pool2d_backward(c->g, c->x, c->k, c->st, c->pad);
+    case LT_OP_AVG_POOL2D_BWD: return nn_avg_pool2d_backward(c->g, c->xs, c->k, c->st, c->pad);
+    case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: return nn_adaptive_avg_pool2d_backward(c->g, c->xs);
+    case LT_OP_LINEAR: return lt_linear(c->x, c->w, c->b);
+    case LT_OP_BN_STATS:
+    case LT_OP_BN_APPLY:
+    case LT_OP_BN_BWD_INPUT:
+    case LT_OP_BN_BWD_PARAMS: {
+        lt_tensor *stats = NULL, *r = NULL;
+        lt_tensor *rm = c->training ? NULL : c->rm, *rv = c->training ? NULL : c->rv; /* training: no in-place update */
+        lt_tensor *y = nn_batch_norm(c->x, c->w, c->b, rm, rv, c->training, 0.1, 1e-5, &stats);
+        if (c->op == LT_OP_BN_STATS) r = stats, stats = NULL;
+        else if (c->op == LT_OP_BN_APPLY) r = y, y = NULL;
+        else if (c->op == LT_OP_BN_BWD_INPUT) r = nn_batch_norm_backward_input(c->g, c->x, c->w, stats, rm, rv, 1e-5);
+        else r = nn_batch_norm_backward_params(c->g, c->x, stats, rm, rv, 1e-5);
+        lt_free(y);
+        lt_free(stats);
+        return r;
+    }
+    default: return NULL;
+    }
+}
+
+/* conv: output size of one spatial dim; < 1 means the geometry is invalid. */
+static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+
+static void nn_free(nctx *c) {
+    lt_free(c->x), lt_free(c->w), lt_free(c->b), lt_free(c->g), lt_free(c->rm), lt_free(c->rv);
+}
+
+/* big: channel counts that make oneDNN pick blocked layouts (and reorders). */
+static void conv_case(int trial, int big) {
+    nctx c = {0};
+    int64_t G = 1 + rint_(3), Cg = big ? 8 : 1 + rint_(3), Og = big ? 16 : 1 + rint_(3);
+    if (big) G = rint_(3) == 0 ? 2 : 1;
+    c.groups = G;
+    for (int i = 0; i < 2; i++) {
+        c.k[i] = 1 + rint_(3);
+        c.st[i] = 1 + rint_(2 + (rint_(3) == 0));
+        c.dil[i] = rint_(4) == 0 ? 2 : 1;
+        c.pad[i] = rint_((int)c.k[i]);
+    }
+    int64_t N = 1 + rint_(3), H = 1 + rint_(10) + 4 * big, W = 1 + rint_(10) + 4 * big;
+    int64_t oH = conv_out(H, c.k[0], c.st[0], c.pad[0], c.dil[0]), oW = conv_out(W, c.k[1], c.st[1], c.pad[1], c.dil[1]);
+    if (oH < 1 || oW < 1) return;
+    int64_t xs[4] = {N, G * Cg, H, W}, ws[4] = {G * Og, Cg, c.k[0], c.k[1]}, gs[4] = {N, G * Og, oH, oW}, bs[1] = {G * Og};
+    memcpy(c.xs, xs, sizeof xs);
+    memcpy(c.ws, ws, sizeof ws);
+    c.x = rand_tensor(LT_F32, 4, xs, 0);
+    c.w = rand_tensor(LT_F32, 4, ws, 0);
+    c.g = rand_tensor(LT_F32, 4, gs, 0);
+    if (rint_(2)) c.b = rand_tensor(LT_F32, 1, bs, 0);
+    int ops[] = {LT_OP_CONV2D, LT_OP_CONV2D_BWD_INPUT, LT_OP_CONV2D_BWD_WEIGHT};
+    for (int i = 0; i < 3; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s trial %d x(%lld,%lld,%lld,%lld) k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld g%lld",
+                 g_ops[ops[i]].name, trial, (long long)N, (long long)(G * Cg), (long long)H, (long long)W,
+                 (long long)c.k[0], (long long)c.k[1], (long long)c.st[0], (long long)c.st[1], (long long)c.pad[0],
+                 (long long)c.pad[1], (long long)c.dil[0], (long long)c.dil[1], (long long)G);
+        c.op = ops[i];
+        differential(what, c.op, make_nn, &c, 1e-4);
+    }
+    nn_free(&c);
+}
+
+static void pool_case(int trial) {
+    nctx c = {0};
+    for (int i = 0; i < 2; i++) {
+        c.k[i] = 1 + rint_(3);
+        c.st[i] = 1 + rint_(3);
+        c.pad[i] = rint_((int)c.k[i] / 2 + 1);
+    }
+    int64_t N = 1 + rint_(3), C = 1 + rint_(20), H = 1 + rint_(9), W = 1 + rint_(9);
+    int64_t oH = conv_out(H, c.k[0], c.st[0], c.pad[0], 1), oW = conv_out(W, c.k[1], c.st[1], c.pad[1], 1);
+    if (oH < 1 || oW < 1) return;
+    int64_t xs[4] = {N, C, H, W}, gs[4] = {N, C, oH, oW};
+    memcpy(c.xs, xs, sizeof xs);
+    c.x = rand_tensor(LT_F32, 4, xs, 0);
+    c.g = rand_tensor(LT_F32, 4, gs, 0);
+    int ops[] = {LT_OP_MAX_POOL2D, LT_OP_AVG_POOL2D, LT_OP_MAX_POOL2D_BWD, LT_OP_AVG_POOL2D_BWD};
+    char what[96];
+    for (int i = 0; i < 4; i++) {
+        snprintf(what, sizeof what, "%s trial %d", g_ops[ops[i]].name, trial);
+        c.op = ops[i];
+        differential(what, c.op, make_nn, &c, 1e-5);
+    }
+    /* adaptive: any output size up to the input's (uneven windows included) */
+    lt_free(c.g);
+    c.k[0] = 1 + rint_((int)H), c.k[1] = 1 + rint_((int)W);
+    int64_t as[4] = {N, C, c.k[0], c.k[1]};
+    c.g = rand_tensor(LT_F32, 4, as, 0);
+    for (int i = 0; i < 2; i++) {
+        c.op = i ? LT_OP_ADAPTIVE_AVG_POOL2D_BWD : LT_OP_ADAPTIVE_AVG_POOL2D;
+        snprintf(what, sizeof what, "%s trial %d", g_ops[c.op].name, trial);
+        differential(what, c.op, make_nn, &c, 1e-5);
+    }
+    nn_free(&c);
+}
+
+static void bn_case(int trial) {
+    nctx c = {0};
+    int nd = 2 + rint_(3);
+    int64_t xs[4] = {1 + rint_(4), 1 + rint_(20), 1 + rint_(9), 1 + rint_(9)};
+    if (trial % 5 == 0) xs[1] = 16, xs[2] = 12; /* a larger channel run */
+    int64_t cs[1] = {xs[1]};
+    c.training = trial % 3 != 2;
+    c.x = rand_tensor(LT_F32, nd, xs, 0);
+    c.g = rand_tensor(LT_F32, nd, xs, 0);
+    if (rint_(4)) c.w = rand_tensor(LT_F32, 1, cs, 0);
+    if (rint_(4)) c.b = rand_tensor(LT_F32, 1, cs, 0);
+    c.rm = rand_tensor(LT_F32, 1, cs, 0);
+    c.rv = rand_tensor(LT_F32, 1, cs, 1);
+    int ops[] = {LT_OP_BN_STATS, LT_OP_BN_APPLY, LT_OP_BN_BWD_INPUT, LT_OP_BN_BWD_PARAMS};
+    for (int i = c.training ? 0 : 1; i < 4; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s trial %d (%s)", g_ops[ops[i]].name, trial, c.training ? "train" : "eval");
+        c.op = ops[i];
+        differential(what, c.op, make_nn, &c, 1e-4);
+    }
+    nn_free(&c);
+}
+
+static void linear_case(int trial) {
+    nctx c = {0};
+    c.op = LT_OP_LINEAR;
+    int nd = 1 + rint_(3);
+    int64_t xs[3] = {1 + rint_(5), 1 + rint_(5), 1 + rint_(40)}, *xp = xs + 3 - nd;
+    int64_t ws[2] = {1 + rint_(40), xs[2]}, bs[1] = {ws[0]};
+    c.x = rand_tensor(LT_F32, nd, xp, 0);
+    c.w = rand_tensor(LT_F32, 2, ws, 0);
+    if (rint_(2)) c.b = rand_tensor(LT_F32, 1, bs, 0);
+    char what[64];
+    snprintf(what, sizeof what, "LINEAR trial %d", trial);
+    differential(what, c.op, make_nn, &c, 1e-4);
+    nn_free(&c);
+}
+
+TEST(nn_ops) {
+    for (int t = 0; t < 40; t++) conv_case(t, t % 4 == 3);
+    for (int t = 0; t < 30; t++) pool_case(t);
+    for (int t = 0; t < 30; t++) bn_case(t);
+    for (int t = 0; t < 20; t++) linear_case(t);
+}
 
 /* ---- random whole programs ------------------------------------------------ */
 
@@ -465,12 +726,13 @@ TEST(donation_in_place_update) {
     lt_free(m);
 }
 
-/* The ops of the table the tests above reached; NN ops run through their
- * own suite (they fall back to the reference kernels on cpu). */
+/* The ops of the table the tests above reached: every op up to the views,
+ * and the NN ops that have fast cpu kernels (conv, pooling, batch norm,
+ * linear); the other NN ops run through their own suite. */
 TEST(coverage) {
     int missing = 0;
     for (int op = 1; op < LT_OP_COUNT; op++)
-        if (!covered[op] && op <= LT_OP_AS_STRIDED_SCATTER) {
+        if (!covered[op] && (op <= LT_OP_AS_STRIDED_SCATTER || (op >= LT_OP_CONV2D && op <= LT_OP_LINEAR))) {
             h_fail(__FILE__, __LINE__, "op %s never compared", g_ops[op].name);
             missing++;
         }
@@ -485,7 +747,10 @@ int main(void) {
     cpu_set_debug_guards(1);
     RUN(every_elementwise_op);
     RUN(reductions_softmax_matmul);
+    RUN(fast_reductions);
+    RUN(every_isa);
     RUN(views_scatters_cat);
+    RUN(nn_ops);
     RUN(random_programs);
     RUN(donation_in_place_update);
     RUN(coverage);

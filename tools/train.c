@@ -109,6 +109,12 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
         lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
         double t1 = cli_now();
         lt_tensor *loss = net_step(net, x, y, lr_at(o, step, total));
+        if (!loss) { /* nothing to run: a failed trace is not worth a sync */
+            fprintf(stderr, "\nlazytensor: step %lld: %s\n", (long long)step, lt_error_message());
+            lt_free(x), lt_free(y);
+            rc = -1;
+            break;
+        }
         double t2 = cli_now(), c0 = lt_metric("CompileTime");
         lt_mark_step();
         double t3 = cli_now(), dc = lt_metric("CompileTime") - c0;

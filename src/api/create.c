@@ -64,12 +64,12 @@ lt_tensor *lt_rand(lt_dtype dtype, int ndim, const int64_t *shape) { return rand
 lt_tensor *lt_arange(double start, double end, double step, lt_dtype dtype) {
     API_ENTER();
     if (!(step != 0) || !isfinite(start) || !isfinite(end) || !isfinite(step))
-        return err_set(LT_ERR_ARG, "lt_arange: arguments start=%g end=%g step=%g must be finite with step != 0",
+        return err_set(LT_ERR_ARG, "lt_arange: arguments 'start' = %g, 'end' = %g, 'step' = %g must be finite with 'step' != 0",
                        start, end, step);
     if ((end - start) / step < 0)
-        return err_set(LT_ERR_ARG, "lt_arange: step %g does not lead from start %g to end %g", step, start, end);
+        return err_set(LT_ERR_ARG, "lt_arange: argument 'step' %g does not lead from 'start' %g to 'end' %g", step, start, end);
     double cnt = ceil((end - start) / step);
-    if (cnt > 1e15) return err_set(LT_ERR_OVERFLOW, "lt_arange: %g elements are too many", cnt);
+    if (cnt > 1e15) return err_set(LT_ERR_OVERFLOW, "lt_arange: %g elements are too many (argument 'step' is too small)", cnt);
     int64_t shape[1] = {(int64_t)cnt};
     lt_buffer *buf;
     if (!from_fn("lt_arange", dtype, 1, shape, &buf)) return NULL;

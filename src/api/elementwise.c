@@ -217,16 +217,17 @@ lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
     return dst;
 }
 
-lt_tensor *lt_fill_(lt_tensor *a, double value) {
+static lt_tensor *fill(const char *fn, lt_tensor *a, double value) {
     API_ENTER();
-    if (api_check("lt_fill_", "a", a)) return NULL;
+    if (api_check(fn, "a", a)) return NULL;
     if (a->overlaps)
-        return err_set(LT_ERR_ARG, "lt_fill_: argument 'a' is an expanded view: more than one element refers to a single memory location");
+        return err_set(LT_ERR_ARG, "%s: argument 'a' is an expanded view: more than one element refers to a single memory location", fn);
     ir_node *n = ir_new(LT_OP_FILL, (lt_dtype)a->dtype, a->ndim, a->shape, 0, NULL, 0, NULL, 1, &value);
-    if (!n || (LT_UNLIKELY(g_ag_on) && ag_check_inplace("lt_fill_", a, 0, NULL)) || func_assign(a, n)) return NULL;
+    if (!n || (LT_UNLIKELY(g_ag_on) && ag_check_inplace(fn, a, 0, NULL)) || func_assign(a, n)) return NULL;
     if (LT_UNLIKELY(g_ag_on)) ag_fill(a);
-    API_LEAVE("lt_fill_", a);
+    API_LEAVE(fn, a);
     return a;
 }
 
-lt_tensor *lt_zero_(lt_tensor *a) { return lt_fill_(a, 0.0); }
+lt_tensor *lt_fill_(lt_tensor *a, double value) { return fill("lt_fill_", a, value); }
+lt_tensor *lt_zero_(lt_tensor *a) { return fill("lt_zero_", a, 0.0); }

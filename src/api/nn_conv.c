@@ -23,7 +23,7 @@ static int conv_out_shape(const char *fn, const int64_t *x, const int64_t *w, co
     int64_t g = ia[6];
     if (x[1] % g || w[0] % g || w[1] * g != x[1]) {
         err_set(LT_ERR_SHAPE,
-                "%s: input %s and weight %s do not match groups=%lld (need C %% groups == 0, O %% groups == 0, "
+                "%s: input 'x' %s and weight 'w' %s do not match 'groups' = %lld (need C %% groups == 0, O %% groups == 0, "
                 "weight dim 1 == C / groups)",
                 fn, SHAPE_STR(4, x), SHAPE_STR(4, w), (long long)g);
         return -1;
@@ -34,7 +34,7 @@ static int conv_out_shape(const char *fn, const int64_t *x, const int64_t *w, co
         int64_t eff = ia[4 + i] * (w[2 + i] - 1) + 1, padded = x[2 + i] + 2 * ia[2 + i];
         if (w[2 + i] < 1 || eff > padded) {
             err_set(LT_ERR_SHAPE,
-                    "%s: kernel %s (dilated size %lld) does not fit the padded input size %lld in dim %d of input %s",
+                    "%s: kernel of 'w' %s (dilated size %lld) does not fit the padded input size %lld in dim %d of 'x' %s",
                     fn, SHAPE_STR(4, w), (long long)eff, (long long)padded, 2 + i, SHAPE_STR(4, x));
             return -1;
         }

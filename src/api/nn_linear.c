@@ -10,7 +10,7 @@ lt_tensor *lt_linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
         (bias && (nn_same_dtype(fn, "bias", bias, "x", x) || nn_ndim(fn, "bias", bias, 1, "(O)"))))
         return NULL;
     if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
-        return err_set(LT_ERR_SHAPE, "%s: x %s and w %s do not match (x's last dim must be K = %lld)", fn,
+        return err_set(LT_ERR_SHAPE, "%s: arguments 'x' %s and 'w' %s do not match (x's last dim must be K = %lld)", fn,
                        SHAPE_STR(x->ndim, x->shape), SHAPE_STR(2, w->shape), (long long)w->shape[1]);
     if (bias && bias->shape[0] != w->shape[0])
         return err_set(LT_ERR_SHAPE, "%s: argument 'bias' %s must have O = %lld elements (w %s)", fn,

@@ -52,10 +52,10 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     if (!isfinite(momentum)) return err_set(LT_ERR_ARG, "%s: argument 'momentum' is %g; must be finite", fn, momentum);
     int64_t C = x->shape[1], cnt = per_channel(x);
     if (training && cnt <= 1)
-        return err_set(LT_ERR_SHAPE, "%s: expected more than 1 value per channel when training, got x %s", fn,
+        return err_set(LT_ERR_SHAPE, "%s: expected more than 1 value per channel when training, got 'x' %s", fn,
                        SHAPE_STR(x->ndim, x->shape));
     if (training && running_mean && (running_mean->overlaps || running_var->overlaps))
-        return err_set(LT_ERR_STATE, "%s: running stats are written in place and must not be an expanded view", fn);
+        return err_set(LT_ERR_STATE, "%s: running stats ('running_mean', 'running_var') are written in place and must not be an expanded view", fn);
     int batch = training || !running_mean;
     ir_node *xv = func_value(x), *st = NULL;
     if (!xv) return NULL;

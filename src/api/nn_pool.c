@@ -26,13 +26,13 @@ static int pool_shape(const char *fn, const int64_t *in, const int64_t *kernel, 
     out[1] = in[1];
     for (int i = 0; i < 2; i++) {
         if (ia[4 + i] > ia[i] / 2) {
-            err_set(LT_ERR_ARG, "%s: padding %lld in dim %d must be at most half the kernel size %lld", fn,
+            err_set(LT_ERR_ARG, "%s: argument 'padding' %lld in dim %d must be at most half the kernel size %lld", fn,
                     (long long)ia[4 + i], 2 + i, (long long)ia[i]);
             return -1;
         }
         int64_t span = in[2 + i] + 2 * ia[4 + i] - ia[i];
         if (span < 0) {
-            err_set(LT_ERR_SHAPE, "%s: kernel [%lld, %lld] is larger than the padded input %s (padding [%lld, %lld])",
+            err_set(LT_ERR_SHAPE, "%s: argument 'kernel' [%lld, %lld] is larger than the padded input %s (padding [%lld, %lld])",
                     fn, (long long)ia[0], (long long)ia[1], SHAPE_STR(4, in), (long long)ia[4], (long long)ia[5]);
             return -1;
         }

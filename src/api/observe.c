@@ -11,6 +11,8 @@ const char *lt_metrics_report(void) {
 
 void lt_trace_begin(const char *name) {
     if (LT_UNLIKELY(!g_initialized)) api_init_slow();
+    /* reported, but the span still opens as "(null)": the caller's lt_trace_end stays matched */
+    if (!name) err_set(LT_ERR_NULL, "lt_trace_begin: argument 'name' is NULL");
     prof_user_begin(name);
 }
 

@@ -46,7 +46,7 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
     if (op == LT_OP_MAX || op == LT_OP_MIN)
         for (int d = 0; d < a->ndim; d++)
             if (((mask >> d) & 1) && a->shape[d] == 0)
-                return err_set(LT_ERR_SHAPE, "%s: reduction over dim %d of size 0 has no identity (shape %s)", fn, d,
+                return err_set(LT_ERR_SHAPE, "%s: reduction of argument 'a' over dim %d of size 0 has no identity (shape %s)", fn, d,
                                SHAPE_STR(a->ndim, a->shape));
     int64_t shape[LT_MAX_DIMS];
     int nd = reduced_shape(a, mask, keepdim, shape);

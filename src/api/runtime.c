@@ -251,7 +251,7 @@ int lt_to_host(lt_tensor *t, void *dst, size_t nbytes) {
 double lt_item(lt_tensor *t) {
     if (api_check("lt_item", "t", t)) return NAN;
     if (t->numel != 1) {
-        err_set(LT_ERR_SHAPE, "lt_item: tensor %s has %lld elements, expected 1", SHAPE_STR(t->ndim, t->shape),
+        err_set(LT_ERR_SHAPE, "lt_item: argument 't' %s has %lld elements, expected 1", SHAPE_STR(t->ndim, t->shape),
                 (long long)t->numel);
         return NAN;
     }

@@ -38,10 +38,14 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
 
 lt_tensor *lt_cat(int n, lt_tensor *const *ts, int dim) {
     API_ENTER();
-    if (n <= 0 || !ts) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (needs at least one tensor)", n);
+    if (n <= 0) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (needs at least one tensor)", n);
+    if (!ts) return err_set(LT_ERR_NULL, "lt_cat: argument 'tensors' is NULL");
     if (n > 65535) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (at most 65535)", n);
-    for (int i = 0; i < n; i++)
-        if (api_check("lt_cat", "tensors[i]", ts[i])) return NULL;
+    for (int i = 0; i < n; i++) {
+        char arg[32];
+        snprintf(arg, sizeof arg, "tensors[%d]", i);
+        if (api_check("lt_cat", arg, ts[i])) return NULL;
+    }
     const lt_tensor *a = ts[0];
     if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_cat: zero-dimensional tensor 'tensors[0]' cannot be concatenated");
     int d = dim_wrap(dim, a->ndim);

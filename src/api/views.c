@@ -21,6 +21,7 @@ static lt_tensor *make_view(const char *fn, lt_tensor *a, int nd, const int64_t 
 
 /* Resolves one -1 in a requested shape; checks the element count. */
 static int infer_shape(const char *fn, const lt_tensor *a, int ndim, const int64_t *shape, int64_t *out) {
+    if (ndim > 0 && ndim <= LT_MAX_DIMS && !shape) return err_set(LT_ERR_NULL, "%s: argument 'shape' is NULL", fn), -1;
     if (ndim < 0 || ndim > LT_MAX_DIMS || (ndim && !shape))
         return err_set(LT_ERR_ARG, "%s: argument 'ndim' is %d (shape %s)", fn, ndim, shape ? "given" : "NULL"), -1;
     int infer = -1;
@@ -28,24 +29,24 @@ static int infer_shape(const char *fn, const lt_tensor *a, int ndim, const int64
     for (int i = 0; i < ndim; i++) {
         out[i] = shape[i];
         if (shape[i] == -1) {
-            if (infer >= 0) return err_set(LT_ERR_ARG, "%s: only one dimension can be -1, got %s", fn, SHAPE_STR(ndim, shape)), -1;
+            if (infer >= 0) return err_set(LT_ERR_ARG, "%s: argument 'shape' %s has more than one -1", fn, SHAPE_STR(ndim, shape)), -1;
             infer = i;
         } else if (shape[i] < 0) {
-            return err_set(LT_ERR_ARG, "%s: invalid size %lld at dim %d of shape %s", fn, (long long)shape[i], i,
+            return err_set(LT_ERR_ARG, "%s: argument 'shape' has invalid size %lld at dim %d (%s)", fn, (long long)shape[i], i,
                            SHAPE_STR(ndim, shape)), -1;
         } else {
             if (shape[i] && known > INT64_MAX / shape[i])
-                return err_set(LT_ERR_OVERFLOW, "%s: shape %s overflows", fn, SHAPE_STR(ndim, shape)), -1;
+                return err_set(LT_ERR_OVERFLOW, "%s: argument 'shape' %s overflows", fn, SHAPE_STR(ndim, shape)), -1;
             known *= shape[i];
         }
     }
     if (infer >= 0) {
         if (known == 0 || a->numel % known)
-            return err_set(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", fn, SHAPE_STR(ndim, shape),
+            return err_set(LT_ERR_SHAPE, "%s: argument 'shape' %s is invalid for input of size %lld", fn, SHAPE_STR(ndim, shape),
                            (long long)a->numel), -1;
         out[infer] = a->numel / known;
     } else if (known != a->numel) {
-        return err_set(LT_ERR_SHAPE, "%s: shape %s is invalid for input of size %lld", fn, SHAPE_STR(ndim, shape),
+        return err_set(LT_ERR_SHAPE, "%s: argument 'shape' %s is invalid for input of size %lld", fn, SHAPE_STR(ndim, shape),
                        (long long)a->numel), -1;
     }
     return 0;
@@ -57,7 +58,7 @@ lt_tensor *lt_view(lt_tensor *a, int ndim, const int64_t *shape) {
     if (infer_shape("lt_view", a, ndim, shape, ns)) return NULL;
     if (!geom_view_strides(a->ndim, a->shape, a->strides, ndim, ns, st))
         return err_set(LT_ERR_SHAPE,
-                       "lt_view: view size %s is not compatible with input tensor's size %s and stride %s (at least one "
+                       "lt_view: view size %s (argument 'shape') is not compatible with input tensor 'a' of size %s and stride %s (at least one "
                        "dimension spans across two contiguous subspaces); use lt_reshape",
                        SHAPE_STR(ndim, ns), SHAPE_STR(a->ndim, a->shape), SHAPE_STR(a->ndim, a->strides));
     return make_view("lt_view", a, ndim, ns, st, a->offset);
@@ -107,6 +108,7 @@ lt_tensor *lt_flatten(lt_tensor *a, int start_dim, int end_dim) {
 
 lt_tensor *lt_permute(lt_tensor *a, int ndim, const int *dims) {
     CHECK("lt_permute", a);
+    if (ndim == a->ndim && ndim && !dims) return err_set(LT_ERR_NULL, "lt_permute: argument 'dims' is NULL");
     if (ndim != a->ndim || (ndim && !dims))
         return err_set(LT_ERR_ARG, "lt_permute: argument 'ndim' is %d but the tensor has %d dims", ndim, a->ndim);
     int64_t ns[LT_MAX_DIMS], st[LT_MAX_DIMS];
@@ -147,7 +149,7 @@ lt_tensor *lt_t(lt_tensor *a) {
 
 lt_tensor *lt_slice(lt_tensor *a, int dim, int64_t start, int64_t end, int64_t step) {
     CHECK("lt_slice", a);
-    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_slice: cannot slice a 0-d tensor");
+    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_slice: argument 'a' is 0-d and cannot be sliced");
     WRAP("lt_slice", d, dim, a->ndim);
     if (step <= 0) return err_set(LT_ERR_ARG, "lt_slice: argument 'step' = %lld must be positive", (long long)step);
     int64_t n = a->shape[d];
@@ -165,7 +167,7 @@ lt_tensor *lt_slice(lt_tensor *a, int dim, int64_t start, int64_t end, int64_t s
 
 lt_tensor *lt_narrow(lt_tensor *a, int dim, int64_t start, int64_t length) {
     CHECK("lt_narrow", a);
-    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_narrow: cannot narrow a 0-d tensor");
+    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_narrow: argument 'a' is 0-d and cannot be narrowed");
     WRAP("lt_narrow", d, dim, a->ndim);
     int64_t n = a->shape[d];
     if (start < -n || start > n)
@@ -173,14 +175,14 @@ lt_tensor *lt_narrow(lt_tensor *a, int dim, int64_t start, int64_t length) {
                        (long long)start, d, (long long)n);
     if (start < 0) start += n;
     if (length < 0 || start + length > n)
-        return err_set(LT_ERR_ARG, "lt_narrow: start (%lld) + length (%lld) exceeds dim %d of size %lld",
+        return err_set(LT_ERR_ARG, "lt_narrow: arguments 'start' (%lld) + 'length' (%lld) exceed dim %d of size %lld",
                        (long long)start, (long long)length, d, (long long)n);
     return lt_slice(a, d, start, start + length, 1);
 }
 
 lt_tensor *lt_select(lt_tensor *a, int dim, int64_t index) {
     CHECK("lt_select", a);
-    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_select: cannot select on a 0-d tensor");
+    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_select: argument 'a' is 0-d: cannot select on it");
     WRAP("lt_select", d, dim, a->ndim);
     int64_t n = a->shape[d];
     if (index < -n || index >= n)
@@ -199,6 +201,8 @@ lt_tensor *lt_select(lt_tensor *a, int dim, int64_t index) {
 
 lt_tensor *lt_expand(lt_tensor *a, int ndim, const int64_t *shape) {
     CHECK("lt_expand", a);
+    if (ndim >= a->ndim && ndim <= LT_MAX_DIMS && ndim && !shape)
+        return err_set(LT_ERR_NULL, "lt_expand: argument 'shape' is NULL");
     if (ndim < a->ndim || ndim > LT_MAX_DIMS || (ndim && !shape))
         return err_set(LT_ERR_ARG, "lt_expand: argument 'ndim' = %d must be in [%d, %d]", ndim, a->ndim, LT_MAX_DIMS);
     int64_t ns[LT_MAX_DIMS], st[LT_MAX_DIMS];
@@ -208,7 +212,7 @@ lt_tensor *lt_expand(lt_tensor *a, int ndim, const int64_t *shape) {
         int64_t want = shape[i];
         if (j < 0) {
             if (want < 0)
-                return err_set(LT_ERR_ARG, "lt_expand: size %lld at new leading dim %d is invalid", (long long)want, i);
+                return err_set(LT_ERR_ARG, "lt_expand: argument 'shape' has invalid size %lld at new leading dim %d", (long long)want, i);
             ns[i] = want;
             st[i] = 0;
         } else if (want == -1 || want == a->shape[j]) {
@@ -218,7 +222,7 @@ lt_tensor *lt_expand(lt_tensor *a, int ndim, const int64_t *shape) {
             ns[i] = want;
             st[i] = 0;
         } else {
-            return err_set(LT_ERR_SHAPE, "lt_expand: size %lld at dim %d must match the existing size %lld (shape %s to %s)",
+            return err_set(LT_ERR_SHAPE, "lt_expand: argument 'shape': size %lld at dim %d must match the existing size %lld (shape %s to %s)",
                            (long long)want, i, (long long)a->shape[j], SHAPE_STR(a->ndim, a->shape),
                            SHAPE_STR(ndim, shape));
         }
@@ -289,8 +293,10 @@ lt_tensor *lt_diagonal(lt_tensor *a, int64_t offset, int dim1, int dim2) {
 lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape, const int64_t *strides,
                          int64_t storage_offset) {
     CHECK("lt_as_strided", a);
-    if (ndim < 0 || ndim > LT_MAX_DIMS || (ndim && (!shape || !strides)))
-        return err_set(LT_ERR_ARG, "lt_as_strided: argument 'ndim' = %d or its arrays are invalid", ndim);
+    if (ndim < 0 || ndim > LT_MAX_DIMS)
+        return err_set(LT_ERR_ARG, "lt_as_strided: argument 'ndim' = %d must be in [0, %d]", ndim, LT_MAX_DIMS);
+    if (ndim && (!shape || !strides))
+        return err_set(LT_ERR_NULL, "lt_as_strided: argument '%s' is NULL", shape ? "strides" : "shape");
     if (storage_offset < 0)
         return err_set(LT_ERR_ARG, "lt_as_strided: argument 'storage_offset' = %lld is negative", (long long)storage_offset);
     int64_t numel = shape_numel_checked("lt_as_strided", ndim, shape);
@@ -303,7 +309,7 @@ lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape, const int
     }
     if (numel > 0 && last >= a->st->numel)
         return err_set(LT_ERR_ARG,
-                       "lt_as_strided: size %s, stride %s and offset %lld reach element %lld, outside the storage of %lld elements",
+                       "lt_as_strided: size %s ('shape'), stride %s ('strides') and offset %lld ('storage_offset') reach element %lld, outside the storage of %lld elements",
                        SHAPE_STR(ndim, shape), SHAPE_STR(ndim, strides), (long long)storage_offset, (long long)last,
                        (long long)a->st->numel);
     return make_view("lt_as_strided", a, ndim, shape, strides, storage_offset);

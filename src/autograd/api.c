@@ -13,7 +13,7 @@ void lt_set_requires_grad(lt_tensor *t, bool requires_grad) {
     storage *s = t->st;
     ag_fn *f = s->grad_owner;
     if (f && f->op != AG_LEAF) {
-        err_set(LT_ERR_STATE, "lt_set_requires_grad: you can only change requires_grad of leaf tensors (this one "
+        err_set(LT_ERR_STATE, "lt_set_requires_grad: argument 't' is not a leaf: you can only change requires_grad of leaf tensors (this one "
                               "was computed from tensors that require grad; use lt_detach)");
         return;
     }
@@ -24,7 +24,7 @@ void lt_set_requires_grad(lt_tensor *t, bool requires_grad) {
     }
     if (f) return;
     if (!dtype_is_float((lt_dtype)t->dtype)) {
-        err_set(LT_ERR_DTYPE, "lt_set_requires_grad: only floating tensors can require grad, got %s",
+        err_set(LT_ERR_DTYPE, "lt_set_requires_grad: argument 't' is %s: only floating tensors can require grad",
                 dtype_name((lt_dtype)t->dtype));
         return;
     }
@@ -77,6 +77,7 @@ void lt_no_grad_begin(void) {
 
 void lt_no_grad_end(void) {
     if (g_ag_no_grad > 0) g_ag_no_grad--;
+    else err_set(LT_ERR_STATE, "lt_no_grad_end: no matching 'lt_no_grad_begin'");
     ag_update_on();
 }
 

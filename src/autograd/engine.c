@@ -123,7 +123,7 @@ static int run(ag_fn *root, lt_tensor *seed) {
         ag_fn *f = ready[--sp];
         if (f->op == AG_LEAF) continue;
         if (f->released) {
-            err_set(LT_ERR_STATE, "lt_backward: trying to backward through the graph a second time (the values "
+            err_set(LT_ERR_STATE, "lt_backward: trying to backward through the graph of argument 'loss' a second time (the values "
                                   "saved by %s were released by the first backward)",
                     g_ops[f->op].name);
             rc = -1;
@@ -168,12 +168,13 @@ static int run(ag_fn *root, lt_tensor *seed) {
     return rc;
 }
 
-static int backward(const char *fn, lt_tensor *t, lt_tensor *grad) {
+/* arg: the tensor's name in the header ("loss" or "t"); with: grad is required. */
+static int backward(const char *fn, const char *arg, lt_tensor *t, lt_tensor *grad, int with) {
     if (LT_UNLIKELY(!g_initialized)) api_init_slow();
-    if (api_check(fn, "t", t) || (grad && api_check(fn, "grad", grad))) return -1;
+    if (api_check(fn, arg, t) || ((grad || with) && api_check(fn, "grad", grad))) return -1;
     ag_fn *root = ag_fn_of(t);
     if (!root) {
-        err_set(LT_ERR_STATE, "%s: the tensor does not require grad and has no grad_fn", fn);
+        err_set(LT_ERR_STATE, "%s: argument '%s' does not require grad and has no grad_fn", fn, arg);
         return -1;
     }
     lt_tensor *seed;
@@ -191,7 +192,7 @@ static int backward(const char *fn, lt_tensor *t, lt_tensor *grad) {
         seed = lt_clone(grad);
     } else {
         if (t->numel != 1) {
-            err_set(LT_ERR_SHAPE, "%s: grad can be implicitly created only for a one-element loss, got shape %s",
+            err_set(LT_ERR_SHAPE, "%s: grad can be implicitly created only for a one-element 'loss', got shape %s",
                     fn, SHAPE_STR(t->ndim, t->shape));
             return -1;
         }
@@ -208,5 +209,5 @@ static int backward(const char *fn, lt_tensor *t, lt_tensor *grad) {
     return rc;
 }
 
-int lt_backward(lt_tensor *loss) { return backward("lt_backward", loss, NULL); }
-int lt_backward_with(lt_tensor *t, lt_tensor *grad) { return backward("lt_backward_with", t, grad); }
+int lt_backward(lt_tensor *loss) { return backward("lt_backward", "loss", loss, NULL, 0); }
+int lt_backward_with(lt_tensor *t, lt_tensor *grad) { return backward("lt_backward_with", "t", t, grad, 1); }

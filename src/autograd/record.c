@@ -154,9 +154,9 @@ int ag_check_inplace(const char *fn, lt_tensor *t, int nin, lt_tensor *const *in
     ag_fn *f = t->st->grad_owner;
     if (f && f->op == AG_LEAF) {
         err_set(LT_ERR_STATE,
-                "%s: a leaf tensor that requires grad%s is being used in an in-place operation; update it "
-                "between lt_no_grad_begin() and lt_no_grad_end()",
-                fn, t->is_view ? " (through a view of it)" : "");
+                "%s: argument '%s' is a leaf tensor that requires grad%s and is being used in an in-place operation; "
+                "update it between lt_no_grad_begin() and lt_no_grad_end()",
+                fn, strcmp(fn, "lt_copy_") ? "a" : "dst", t->is_view ? " (through a view of it)" : "");
         return -1;
     }
     return 0;

@@ -26,5 +26,11 @@ const char *dtype_name(lt_dtype d) {
     static const char *n[] = {"float32", "float64", "int32", "int64", "bool"};
     return dtype_valid((int)d) ? n[d] : "invalid";
 }
-size_t lt_dtype_size(lt_dtype d) { return dtype_valid((int)d) ? dtype_size(d) : 0; }
-const char *lt_dtype_name(lt_dtype d) { return dtype_name(d); }
+size_t lt_dtype_size(lt_dtype d) {
+    if (dtype_valid((int)d)) return dtype_size(d);
+    return err_set(LT_ERR_DTYPE, "lt_dtype_size: argument 'dtype' is invalid (%d)", (int)d), 0;
+}
+const char *lt_dtype_name(lt_dtype d) {
+    if (!dtype_valid((int)d)) err_set(LT_ERR_DTYPE, "lt_dtype_name: argument 'dtype' is invalid (%d)", (int)d);
+    return dtype_name(d);
+}

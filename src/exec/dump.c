@@ -74,7 +74,7 @@ int exec_graph_dump(const char *prefix, const exec_graph *g) {
         snprintf(path, n, "%s.%s", prefix, dot ? "dot" : "txt");
         FILE *f = fopen(path, "w");
         if (!f) {
-            err_set(LT_ERR_IO, "lt_graph_dump: cannot write '%s': %s", path, strerror(errno));
+            err_set(LT_ERR_IO, "lt_graph_dump: argument 'path_prefix': cannot write '%s': %s", path, strerror(errno));
             rc = -1;
             break;
         }

@@ -8,6 +8,7 @@
 #include "json.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,25 +28,37 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is l
 
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
-static int check_save_args(const char *path, int n, const char *const *names, lt_tensor *const *tensors,
-                           int nmeta, const char *const *mk, const char *const *mv) {
-    const char *fn = "lt_save_safetensors";
+static int check_save_args(const char *fn, const char *path, int n, const char *const *names,
+                           lt_tensor *const *tensors, int nmeta, const char *const *mk, const char *const *mv) {
     if (!path) return err_set(LT_ERR_NULL, "%s: argument 'path' is NULL", fn), -1;
-    if (n < 0 || nmeta < 0) return err_set(LT_ERR_ARG, "%s: '%s': negative count", fn, path), -1;
-    if ((n && (!names || !tensors)) || (nmeta && (!mk || !mv)))
-        return err_set(LT_ERR_NULL, "%s: '%s': names, tensors or metadata array is NULL", fn, path), -1;
+    if (n < 0) return err_set(LT_ERR_ARG, "%s: '%s': argument 'n' is %d (negative)", fn, path, n), -1;
+    if (nmeta < 0) return err_set(LT_ERR_ARG, "%s: '%s': argument 'nmeta' is %d (negative)", fn, path, nmeta), -1;
+    const char *null_arr = n && !names ? "names" : n && !tensors ? "tensors" : nmeta && !mk ? "meta_keys"
+                         : nmeta && !mv ? "meta_values" : NULL;
+    if (null_arr) return err_set(LT_ERR_NULL, "%s: '%s': argument '%s' is NULL", fn, path, null_arr), -1;
     for (int i = 0; i < n; i++) {
         if (!names[i] || !tensors[i])
-            return err_set(LT_ERR_NULL, "%s: '%s': entry %d has a NULL name or tensor", fn, path, i), -1;
+            return err_set(LT_ERR_NULL, "%s: '%s': argument '%s[%d]' is NULL", fn, path, names[i] ? "tensors" : "names",
+                           i), -1;
+        if (tensors[i]->magic != LT_HANDLE_MAGIC)
+            return err_set(LT_ERR_STATE, "%s: '%s': argument 'tensors[%d]' is a freed or invalid handle", fn, path, i),
+                   -1;
         if (!json_utf8_valid(names[i]) || !strcmp(names[i], "__metadata__") || !names[i][0])
-            return err_set(LT_ERR_ARG, "%s: '%s': tensor name %d is empty, reserved or not UTF-8", fn, path, i), -1;
+            return err_set(LT_ERR_ARG, "%s: '%s': argument 'names[%d]' is empty, reserved or not UTF-8", fn, path, i),
+                   -1;
         for (int j = 0; j < i; j++)
             if (!strcmp(names[i], names[j]))
-                return err_set(LT_ERR_ARG, "%s: '%s': duplicate tensor name '%s'", fn, path, names[i]), -1;
+                return err_set(LT_ERR_ARG, "%s: '%s': argument 'names[%d]': duplicate tensor name '%s'", fn, path, i,
+                               names[i]), -1;
     }
-    for (int i = 0; i < nmeta; i++)
-        if (!mk[i] || !mv[i] || !json_utf8_valid(mk[i]) || !json_utf8_valid(mv[i]))
-            return err_set(LT_ERR_ARG, "%s: '%s': metadata entry %d is NULL or not UTF-8", fn, path, i), -1;
+    for (int i = 0; i < nmeta; i++) {
+        if (!mk[i] || !mv[i])
+            return err_set(LT_ERR_NULL, "%s: '%s': argument '%s[%d]' is NULL", fn, path,
+                           mk[i] ? "meta_values" : "meta_keys", i), -1;
+        if (!json_utf8_valid(mk[i]) || !json_utf8_valid(mv[i]))
+            return err_set(LT_ERR_ARG, "%s: '%s': argument '%s[%d]' is not UTF-8", fn, path,
+                           json_utf8_valid(mk[i]) ? "meta_values" : "meta_keys", i), -1;
+    }
     return 0;
 }
 
@@ -112,9 +125,9 @@ static void sync_parent_dir(const char *path) {
     }
 }
 
-int lt_save_safetensors_meta(const char *path, int n, const char *const *names, lt_tensor *const *tensors, int nmeta,
-                             const char *const *meta_keys, const char *const *meta_values) {
-    if (check_save_args(path, n, names, tensors, nmeta, meta_keys, meta_values)) return -1;
+static int save(const char *fn, const char *path, int n, const char *const *names, lt_tensor *const *tensors,
+                int nmeta, const char *const *meta_keys, const char *const *meta_values) {
+    if (check_save_args(fn, path, n, names, tensors, nmeta, meta_keys, meta_values)) return -1;
     json_buf hdr = {0};
     size_t plen = strlen(path);
     char *tmp = core_malloc(plen + 5);
@@ -128,13 +141,13 @@ int lt_save_safetensors_meta(const char *path, int n, const char *const *names, 
     int rc = -1;
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        err_set(LT_ERR_IO, "lt_save_safetensors: cannot create '%s': %s", tmp, strerror(errno));
+        err_set(LT_ERR_IO, "%s: argument 'path': cannot create '%s': %s", fn, tmp, strerror(errno));
     } else {
         rc = write_file(f, path, &hdr, n, tensors);
         if (fclose(f) && !rc) rc = (err_set(LT_ERR_IO, "lt_save_safetensors: '%s': close failed: %s", tmp,
                                             strerror(errno)), -1);
         if (!rc && rename(tmp, path))
-            rc = (err_set(LT_ERR_IO, "lt_save_safetensors: cannot rename '%s' to '%s': %s", tmp, path,
+            rc = (err_set(LT_ERR_IO, "%s: argument 'path': cannot rename '%s' to '%s': %s", fn, tmp, path,
                           strerror(errno)), -1);
         if (rc) remove(tmp); /* the previous file at PATH is untouched */
         else sync_parent_dir(path);
@@ -144,6 +157,11 @@ int lt_save_safetensors_meta(const char *path, int n, const char *const *names, 
     return rc;
 }
 
+int lt_save_safetensors_meta(const char *path, int n, const char *const *names, lt_tensor *const *tensors, int nmeta,
+                             const char *const *meta_keys, const char *const *meta_values) {
+    return save("lt_save_safetensors_meta", path, n, names, tensors, nmeta, meta_keys, meta_values);
+}
+
 int lt_save_safetensors(const char *path, int n, const char *const *names, lt_tensor *const *tensors) {
-    return lt_save_safetensors_meta(path, n, names, tensors, 0, NULL, NULL);
+    return save("lt_save_safetensors", path, n, names, tensors, 0, NULL, NULL);
 }

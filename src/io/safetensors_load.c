@@ -31,7 +31,7 @@ static int bad(const char *path, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    err_set(LT_ERR_FORMAT, FN ": '%s': %s", path, what);
+    err_set(LT_ERR_FORMAT, FN ": argument 'path' '%s': %s", path, what);
     return -1;
 }
 
@@ -136,7 +136,7 @@ static int parse_metadata(const char *path, const json *m, int *nmeta, char ***m
 
 static int read_at(FILE *f, const char *path, uint64_t off, void *dst, size_t n) {
     if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, n, f) != n)
-        return err_set(LT_ERR_IO, FN ": '%s': read of %zu bytes at offset %llu failed%s%s", path, n,
+        return err_set(LT_ERR_IO, FN ": argument 'path' '%s': read of %zu bytes at offset %llu failed%s%s", path, n,
                        (unsigned long long)off, ferror(f) ? ": " : " (file changed while reading?)",
                        ferror(f) ? strerror(errno) : ""), -1;
     return 0;
@@ -199,21 +199,24 @@ static int read_header(FILE *f, const char *path, uint64_t fsize, json *hdr, uin
 
 int lt_load_safetensors_meta(const char *path, char ***names, lt_tensor ***tensors, int *nmeta, char ***meta_keys,
                              char ***meta_values) {
-    if (!path || !names || !tensors) return err_set(LT_ERR_NULL, FN ": path, names or tensors is NULL"), -1;
+    if (!path || !names || !tensors)
+        return err_set(LT_ERR_NULL, FN "%s: argument '%s' is NULL", nmeta || meta_keys || meta_values ? "_meta" : "",
+                       !path ? "path" : !names ? "names" : "tensors"), -1;
     if ((meta_keys || meta_values || nmeta) && !(meta_keys && meta_values && nmeta))
-        return err_set(LT_ERR_NULL, FN ": '%s': pass all three metadata outputs or none", path), -1;
+        return err_set(LT_ERR_NULL, FN "_meta: '%s': argument '%s' is NULL: pass all three metadata outputs or none",
+                       path, !nmeta ? "nmeta" : !meta_keys ? "meta_keys" : "meta_values"), -1;
     *names = NULL;
     *tensors = NULL;
     if (nmeta) { *nmeta = 0; *meta_keys = *meta_values = NULL; }
     FILE *f = fopen(path, "rb");
-    if (!f) return err_set(LT_ERR_IO, FN ": cannot open '%s': %s", path, strerror(errno)), -1;
+    if (!f) return err_set(LT_ERR_IO, FN ": argument 'path': cannot open '%s': %s", path, strerror(errno)), -1;
     struct stat sb;
     json hdr = {0};
     entry *es = NULL;
     uint64_t data_start = 0;
     int n = 0, nt = 0, rc = -1;
     if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
-        err_set(LT_ERR_IO, FN ": '%s' is not a readable regular file", path);
+        err_set(LT_ERR_IO, FN ": argument 'path' '%s' is not a readable regular file", path);
         goto done;
     }
     if (read_header(f, path, (uint64_t)sb.st_size, &hdr, &data_start)) goto done;

@@ -5,9 +5,11 @@
 
 int nn_mlp_init(nn_mlp *m, nn_registry *r, int nsizes, const int64_t *sizes) {
     memset(m, 0, sizeof *m);
-    if (nsizes < 2 || !sizes) return err_set(LT_ERR_ARG, "lt_model_mlp: needs at least 2 sizes, got %d", nsizes), -1;
+    if (nsizes < 2) return err_set(LT_ERR_ARG, "lt_model_mlp: argument 'nsizes' is %d; needs at least 2", nsizes), -1;
+    if (!sizes) return err_set(LT_ERR_NULL, "lt_model_mlp: argument 'sizes' is NULL"), -1;
     for (int i = 0; i < nsizes; i++)
-        if (sizes[i] <= 0) return err_set(LT_ERR_ARG, "lt_model_mlp: size %d is %lld", i, (long long)sizes[i]), -1;
+        if (sizes[i] <= 0)
+            return err_set(LT_ERR_ARG, "lt_model_mlp: argument 'sizes[%d]' is %lld", i, (long long)sizes[i]), -1;
     m->fc = core_calloc((size_t)(nsizes - 1), sizeof *m->fc);
     if (!m->fc) return -1;
     for (int i = 0; i + 1 < nsizes; i++) {

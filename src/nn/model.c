@@ -3,6 +3,7 @@
 #include "nn.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 typedef enum model_kind { MODEL_MLP, MODEL_RESNET } model_kind;
 
@@ -33,8 +34,8 @@ lt_model *lt_model_mlp(int nsizes, const int64_t *sizes) {
 lt_model *lt_model_new(const char *name, int in_channels, int num_classes) {
     if (!name) return err_set(LT_ERR_NULL, "lt_model_new: argument 'name' is NULL");
     if (in_channels <= 0 || num_classes <= 0)
-        return err_set(LT_ERR_ARG, "lt_model_new: in_channels %d and num_classes %d must be positive", in_channels,
-                       num_classes);
+        return err_set(LT_ERR_ARG, "lt_model_new: argument '%s' must be positive (in_channels %d, num_classes %d)",
+                       in_channels <= 0 ? "in_channels" : "num_classes", in_channels, num_classes);
     if (!strcmp(name, "mlp")) {
         /* 28x28 images (Fashion-MNIST) -> 256 -> 128 -> classes. */
         int64_t sizes[4] = {(int64_t)in_channels * 28 * 28, 256, 128, num_classes};
@@ -42,7 +43,7 @@ lt_model *lt_model_new(const char *name, int in_channels, int num_classes) {
     }
     int depth = !strcmp(name, "resnet20") ? 20 : !strcmp(name, "resnet18") ? 18 : !strcmp(name, "resnet50") ? 50 : 0;
     if (!depth)
-        return err_set(LT_ERR_ARG, "lt_model_new: unknown model '%s' (mlp, resnet20, resnet18, resnet50)", name);
+        return err_set(LT_ERR_ARG, "lt_model_new: argument 'name': unknown model '%s' (mlp, resnet20, resnet18, resnet50)", name);
     lt_model *m = core_calloc(1, sizeof *m);
     if (!m) return NULL;
     m->kind = MODEL_RESNET;
@@ -53,7 +54,15 @@ lt_model *lt_model_new(const char *name, int in_channels, int num_classes) {
 lt_tensor *lt_model_forward(lt_model *m, lt_tensor *x) {
     if (!m) return err_set(LT_ERR_NULL, "lt_model_forward: argument 'm' is NULL");
     if (!x) return err_set(LT_ERR_NULL, "lt_model_forward: argument 'x' is NULL");
-    if (m->kind == MODEL_MLP) return nn_mlp_forward(&m->mlp, x);
+    if (x->magic != LT_HANDLE_MAGIC) return err_set(LT_ERR_STATE, "lt_model_forward: argument 'x' is a freed or invalid handle");
+    if (m->kind == MODEL_MLP) {
+        int64_t k = lt_shape(m->mlp.fc[0].weight)[1], feat = 1;
+        for (int i = 1; i < lt_ndim(x); i++) feat *= lt_shape(x)[i];
+        if (lt_ndim(x) < 2 || feat != k)
+            return err_set(LT_ERR_SHAPE, "lt_model_forward: argument 'x' %s must be (N, ...) with %lld features",
+                           SHAPE_STR(lt_ndim(x), lt_shape(x)), (long long)k);
+        return nn_mlp_forward(&m->mlp, x);
+    }
     if (lt_ndim(x) != 4)
         return err_set(LT_ERR_SHAPE, "lt_model_forward: a ResNet takes (N, C, H, W), got %s",
                        SHAPE_STR(lt_ndim(x), lt_shape(x)));
@@ -62,9 +71,12 @@ lt_tensor *lt_model_forward(lt_model *m, lt_tensor *x) {
 
 void lt_model_train(lt_model *m, bool training) {
     if (m) m->training = training;
+    else err_set(LT_ERR_NULL, "lt_model_train: argument 'm' is NULL");
 }
 
-bool lt_model_is_training(const lt_model *m) { return m && m->training; }
+bool lt_model_is_training(const lt_model *m) {
+    return m ? m->training : (err_set(LT_ERR_NULL, "lt_model_is_training: argument 'm' is NULL"), false);
+}
 
 int lt_model_params(lt_model *m, lt_tensor ***params, const char ***names) {
     if (!m) return err_set(LT_ERR_NULL, "lt_model_params: argument 'm' is NULL"), -1;
@@ -82,7 +94,10 @@ int lt_model_state(lt_model *m, lt_tensor ***tensors, const char ***names) {
 
 int lt_model_load_state(lt_model *m, int n, const char *const *names, lt_tensor *const *tensors, bool strict) {
     const char *fn = "lt_model_load_state";
-    if (!m || (n && (!names || !tensors))) return err_set(LT_ERR_NULL, "%s: a NULL argument", fn), -1;
+    if (!m) return err_set(LT_ERR_NULL, "%s: argument 'm' is NULL", fn), -1;
+    if (n < 0) return err_set(LT_ERR_ARG, "%s: argument 'n' is %d (negative)", fn, n), -1;
+    if (n && (!names || !tensors))
+        return err_set(LT_ERR_NULL, "%s: argument '%s' is NULL", fn, names ? "tensors" : "names"), -1;
     int *src = core_malloc((size_t)(m->reg.n ? m->reg.n : 1) * sizeof *src);
     if (!src) return -1;
     int rc = 0, found = 0;
@@ -91,18 +106,19 @@ int lt_model_load_state(lt_model *m, int n, const char *const *names, lt_tensor 
         for (int k = 0; k < n && src[i] < 0; k++)
             if (names[k] && !strcmp(names[k], m->reg.names[i])) src[i] = k;
         if (src[i] < 0) {
-            if (strict) rc = (err_set(LT_ERR_ARG, "%s: '%s' is missing", fn, m->reg.names[i]), -1);
+            if (strict) rc = (err_set(LT_ERR_ARG, "%s: argument 'names': '%s' is missing", fn, m->reg.names[i]), -1);
             continue;
         }
         found++;
         lt_tensor *d = m->reg.t[i], *s = tensors[src[i]];
-        if (!s) rc = (err_set(LT_ERR_NULL, "%s: tensor '%s' is NULL", fn, names[src[i]]), -1);
+        if (!s) rc = (err_set(LT_ERR_NULL, "%s: argument 'tensors[%d]' ('%s') is NULL", fn, src[i], names[src[i]]), -1);
         else if (lt_ndim(s) != lt_ndim(d) || memcmp(lt_shape(s), lt_shape(d), sizeof(int64_t) * (size_t)lt_ndim(d)))
-            rc = (err_set(LT_ERR_SHAPE, "%s: '%s' has shape %s, the model's has %s", fn, m->reg.names[i],
+            rc = (err_set(LT_ERR_SHAPE, "%s: argument 'tensors[%d]' ('%s') has shape %s, the model's has %s", fn,
+                          src[i], m->reg.names[i],
                           SHAPE_STR(lt_ndim(s), lt_shape(s)), SHAPE_STR(lt_ndim(d), lt_shape(d))), -1);
     }
     if (!rc && strict && found != n)
-        rc = (err_set(LT_ERR_ARG, "%s: %d of the %d given tensors are not in the model", fn, n - found, n), -1);
+        rc = (err_set(LT_ERR_ARG, "%s: argument 'names': %d of the %d given tensors are not in the model", fn, n - found, n), -1);
     if (!rc) {
         lt_no_grad_begin(); /* parameters are leaves that require grad */
         for (int i = 0; i < m->reg.n; i++)

@@ -3,6 +3,7 @@
 #include "optim.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 #include <math.h>
 
@@ -22,16 +23,19 @@ lt_tensor *opt_zeros_like(lt_tensor *t) {
 /* Adds n parameters as a new group with hyperparameters h. */
 static int add_group(lt_optim *o, const char *fn, int n, lt_tensor *const *params, const opt_group *hp) {
     opt_group h = *hp; /* hp may point into o->groups, which moves below */
-    if (n < 0 || (n && !params)) return err_set(LT_ERR_ARG, "%s: bad parameter list (n=%d)", fn, n), -1;
+    if (n < 0) return err_set(LT_ERR_ARG, "%s: argument 'n' is %d (negative)", fn, n), -1;
+    if (n && !params) return err_set(LT_ERR_NULL, "%s: argument 'params' is NULL (n = %d)", fn, n), -1;
     for (int i = 0; i < n; i++) {
-        if (!params[i]) return err_set(LT_ERR_NULL, "%s: parameter %d is NULL", fn, i), -1;
+        if (!params[i]) return err_set(LT_ERR_NULL, "%s: argument 'params[%d]' is NULL", fn, i), -1;
+        if (params[i]->magic != LT_HANDLE_MAGIC)
+            return err_set(LT_ERR_STATE, "%s: argument 'params[%d]' is a freed or invalid handle", fn, i), -1;
         lt_dtype d = lt_dtype_of(params[i]);
         if (d != LT_F32 && d != LT_F64)
-            return err_set(LT_ERR_DTYPE, "%s: parameter %d has dtype %s; optimizers need F32 or F64", fn, i,
+            return err_set(LT_ERR_DTYPE, "%s: argument 'params[%d]' has dtype %s; optimizers need F32 or F64", fn, i,
                            lt_dtype_name(d)), -1;
-        for (int j = 0; j < o->n; j++)
-            if (o->params[j].p == params[i])
-                return err_set(LT_ERR_ARG, "%s: parameter %d is already in the optimizer", fn, i), -1;
+        for (int j = 0; j < o->n + i; j++)
+            if ((j < o->n ? o->params[j].p : params[j - o->n]) == params[i])
+                return err_set(LT_ERR_ARG, "%s: argument 'params[%d]' is already in the optimizer", fn, i), -1;
     }
     opt_group *g = core_realloc(o->groups, (size_t)(o->ngroups + 1) * sizeof *g);
     if (!g) return -1;
@@ -42,17 +46,27 @@ static int add_group(lt_optim *o, const char *fn, int n, lt_tensor *const *param
     g[o->ngroups] = h;
     for (int i = 0; i < n; i++) ps[o->n + i] = (opt_param){.p = params[i], .group = o->ngroups};
     o->n += n;
+    /* The state is made now, as materialized zeros, not on the first step:
+     * the sync orders a graph's outputs by tensor creation, so state born
+     * inside step 1 would make step 1's graph differ from step 2's, and the
+     * training step would compile twice. */
+    int nstate = o->kind != OPT_SGD ? (h.amsgrad ? 3 : 2) : h.momentum != 0;
+    for (int i = o->n - n; i < o->n; i++)
+        for (int s = 0; s < nstate; s++)
+            if (!(ps[i].s[s] = opt_zeros_like(ps[i].p))) return -1;
     return o->ngroups++;
 }
 
 static lt_optim *make(opt_kind kind, const char *fn, int n, lt_tensor *const *params, const opt_group *h) {
-    if (!(h->lr >= 0) || !(h->eps >= 0) || !(h->weight_decay >= 0) || !(h->momentum >= 0) ||
-        !(h->beta1 >= 0 && h->beta1 < 1) || !(h->beta2 >= 0 && h->beta2 < 1))
-        return err_set(LT_ERR_ARG, "%s: invalid hyperparameters (lr=%g eps=%g weight_decay=%g momentum=%g "
-                                   "betas=(%g, %g))", fn, h->lr, h->eps, h->weight_decay, h->momentum, h->beta1,
+    const char *bad = !(h->lr >= 0) ? "lr" : !(h->eps >= 0) ? "eps" : !(h->weight_decay >= 0) ? "weight_decay"
+                    : !(h->momentum >= 0) ? "momentum" : !(h->beta1 >= 0 && h->beta1 < 1) ? "beta1"
+                    : !(h->beta2 >= 0 && h->beta2 < 1) ? "beta2" : NULL;
+    if (bad)
+        return err_set(LT_ERR_ARG, "%s: argument '%s' is invalid (lr=%g eps=%g weight_decay=%g momentum=%g "
+                                   "betas=(%g, %g))", fn, bad, h->lr, h->eps, h->weight_decay, h->momentum, h->beta1,
                        h->beta2);
     if (h->nesterov && (h->momentum <= 0 || h->dampening != 0))
-        return err_set(LT_ERR_ARG, "%s: nesterov needs momentum > 0 and dampening 0", fn);
+        return err_set(LT_ERR_ARG, "%s: argument 'nesterov' needs momentum > 0 and dampening 0", fn);
     lt_optim *o = core_calloc(1, sizeof *o);
     if (!o) return NULL;
     o->kind = kind;
@@ -109,13 +123,13 @@ static bool *flag(opt_group *h, const char *name) {
 }
 
 int lt_optim_set(lt_optim *o, int group, const char *name, double value) {
-    if (!o || !name) return err_set(LT_ERR_NULL, "lt_optim_set: argument 'o' or 'name' is NULL"), -1;
+    if (!o || !name) return err_set(LT_ERR_NULL, "lt_optim_set: argument '%s' is NULL", o ? "name" : "o"), -1;
     if (group < -1 || group >= o->ngroups)
-        return err_set(LT_ERR_ARG, "lt_optim_set: group %d out of range [-1, %d)", group, o->ngroups), -1;
+        return err_set(LT_ERR_ARG, "lt_optim_set: argument 'group' %d out of range [-1, %d)", group, o->ngroups), -1;
     if (!option(&o->groups[0], name) && !flag(&o->groups[0], name))
-        return err_set(LT_ERR_ARG, "lt_optim_set: unknown option '%s'", name), -1;
+        return err_set(LT_ERR_ARG, "lt_optim_set: argument 'name': unknown option '%s'", name), -1;
     if (isnan(value) || (strcmp(name, "dampening") && value < 0))
-        return err_set(LT_ERR_ARG, "lt_optim_set: option '%s' = %g is invalid", name, value), -1;
+        return err_set(LT_ERR_ARG, "lt_optim_set: argument 'value': option '%s' = %g is invalid", name, value), -1;
     for (int k = group < 0 ? 0 : group; k < (group < 0 ? o->ngroups : group + 1); k++) {
         double *d = option(&o->groups[k], name);
         if (d) *d = value;
@@ -125,15 +139,24 @@ int lt_optim_set(lt_optim *o, int group, const char *name, double value) {
 }
 
 double lt_optim_get(const lt_optim *o, int group, const char *name) {
-    if (!o || !name || group < 0 || group >= o->ngroups) return NAN;
+    if (!o || !name) return err_set(LT_ERR_NULL, "lt_optim_get: argument '%s' is NULL", o ? "name" : "o"), NAN;
+    if (group < 0 || group >= o->ngroups)
+        return err_set(LT_ERR_ARG, "lt_optim_get: argument 'group' %d out of range [0, %d)", group, o->ngroups), NAN;
     opt_group *h = &o->groups[group];
     double *d = option(h, name);
     bool *b = d ? NULL : flag(h, name);
-    return d ? *d : b ? (double)*b : NAN;
+    if (!d && !b) return err_set(LT_ERR_ARG, "lt_optim_get: argument 'name': unknown option '%s'", name), NAN;
+    return d ? *d : (double)*b;
 }
 
-void lt_optim_set_lr(lt_optim *o, double lr) { lt_optim_set(o, -1, "lr", lr); }
-int lt_optim_num_groups(const lt_optim *o) { return o ? o->ngroups : 0; }
+void lt_optim_set_lr(lt_optim *o, double lr) {
+    if (!o) err_set(LT_ERR_NULL, "lt_optim_set_lr: argument 'o' is NULL");
+    else if (!(lr >= 0)) err_set(LT_ERR_ARG, "lt_optim_set_lr: argument 'lr' = %g is invalid", lr);
+    else lt_optim_set(o, -1, "lr", lr);
+}
+int lt_optim_num_groups(const lt_optim *o) {
+    return o ? o->ngroups : (err_set(LT_ERR_NULL, "lt_optim_num_groups: argument 'o' is NULL"), -1);
+}
 
 int lt_optim_step(lt_optim *o) {
     if (!o) return err_set(LT_ERR_NULL, "lt_optim_step: argument 'o' is NULL"), -1;
@@ -156,6 +179,7 @@ int lt_optim_step(lt_optim *o) {
 }
 
 void lt_optim_zero_grad(lt_optim *o) {
+    if (!o) err_set(LT_ERR_NULL, "lt_optim_zero_grad: argument 'o' is NULL");
     for (int i = 0; o && i < o->n; i++) lt_zero_grad(o->params[i].p);
 }
 
@@ -176,10 +200,14 @@ void lt_optim_free(lt_optim *o) {
     core_free(o);
 }
 
-int lt_optim_num_params(const lt_optim *o) { return o ? o->n : 0; }
+int lt_optim_num_params(const lt_optim *o) {
+    return o ? o->n : (err_set(LT_ERR_NULL, "lt_optim_num_params: argument 'o' is NULL"), -1);
+}
 
 int64_t lt_optim_get_step(const lt_optim *o, int i) {
-    if (!o || i < -1 || i >= o->n) return -1;
+    if (!o) return err_set(LT_ERR_NULL, "lt_optim_get_step: argument 'o' is NULL"), -1;
+    if (i < -1 || i >= o->n)
+        return err_set(LT_ERR_ARG, "lt_optim_get_step: argument 'i' = %d out of range [-1, %d)", i, o->n), -1;
     if (i >= 0) return o->params[i].step;
     int64_t m = 0;
     for (int k = 0; k < o->n; k++) m = o->params[k].step > m ? o->params[k].step : m;
@@ -187,8 +215,10 @@ int64_t lt_optim_get_step(const lt_optim *o, int i) {
 }
 
 int lt_optim_set_step(lt_optim *o, int i, int64_t step) {
-    if (!o || i < -1 || i >= o->n || step < 0)
-        return err_set(LT_ERR_ARG, "lt_optim_set_step: bad parameter index %d or step %lld", i, (long long)step), -1;
+    if (!o) return err_set(LT_ERR_NULL, "lt_optim_set_step: argument 'o' is NULL"), -1;
+    if (i < -1 || i >= o->n)
+        return err_set(LT_ERR_ARG, "lt_optim_set_step: argument 'i' = %d out of range [-1, %d)", i, o->n), -1;
+    if (step < 0) return err_set(LT_ERR_ARG, "lt_optim_set_step: argument 'step' = %lld is negative", (long long)step), -1;
     for (int k = i < 0 ? 0 : i; k < (i < 0 ? o->n : i + 1); k++) o->params[k].step = step;
     return 0;
 }

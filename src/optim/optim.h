@@ -17,9 +17,10 @@ typedef struct opt_group {
     bool nesterov, maximize, amsgrad;
 } opt_group;
 
-/* Per-parameter state: SGD uses s[0] (momentum_buffer); Adam/AdamW use s[0]
- * (exp_avg), s[1] (exp_avg_sq), s[2] (max_exp_avg_sq, amsgrad only). Created
- * on the first step that sees a gradient, as PyTorch does. */
+/* Per-parameter state: SGD uses s[0] (momentum_buffer, if momentum != 0);
+ * Adam/AdamW use s[0] (exp_avg), s[1] (exp_avg_sq), s[2] (max_exp_avg_sq,
+ * amsgrad only). Made as zeros with the optimizer (see add_group), or on the
+ * first step if an option set later needs it. */
 #define OPT_NSTATE 3
 typedef struct opt_param {
     lt_tensor *p;                 /* borrowed */

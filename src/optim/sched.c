@@ -25,7 +25,12 @@ struct lt_sched {
 
 static lt_sched *make(sched_kind kind, const char *fn, lt_optim *o, int64_t period, double gamma, double eta_min) {
     if (!o) return err_set(LT_ERR_NULL, "%s: argument 'o' is NULL", fn);
-    if (period <= 0) return err_set(LT_ERR_ARG, "%s: period %lld must be positive", fn, (long long)period);
+    if (period <= 0)
+        return err_set(LT_ERR_ARG, "%s: argument '%s' = %lld must be positive", fn,
+                       kind == SCHED_STEP ? "step_size" : "t_max", (long long)period);
+    if (!isfinite(gamma) || !isfinite(eta_min))
+        return err_set(LT_ERR_ARG, "%s: argument '%s' = %g must be finite", fn, isfinite(gamma) ? "eta_min" : "gamma",
+                       isfinite(gamma) ? eta_min : gamma);
     lt_sched *s = core_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->base_lr = core_malloc((size_t)o->ngroups * sizeof *s->base_lr);
@@ -47,7 +52,10 @@ lt_sched *lt_sched_cosine(lt_optim *o, int64_t t_max, double eta_min) {
 }
 
 void lt_sched_step(lt_sched *s) {
-    if (!s) return;
+    if (!s) {
+        err_set(LT_ERR_NULL, "lt_sched_step: argument 's' is NULL");
+        return;
+    }
     s->epoch++;
     int64_t e = s->epoch, T = s->period;
     for (int g = 0; g < s->ngroups && g < s->o->ngroups; g++) {
@@ -64,7 +72,9 @@ void lt_sched_step(lt_sched *s) {
     }
 }
 
-int64_t lt_sched_epoch(const lt_sched *s) { return s ? s->epoch : -1; }
+int64_t lt_sched_epoch(const lt_sched *s) {
+    return s ? s->epoch : (err_set(LT_ERR_NULL, "lt_sched_epoch: argument 's' is NULL"), -1);
+}
 
 void lt_sched_free(lt_sched *s) {
     if (!s) return;

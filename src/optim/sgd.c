@@ -34,7 +34,12 @@ int opt_sgd_update(const opt_group *h, opt_param *st, lt_tensor *g) {
         lt_tensor *buf = st->s[0];
         if (!buf) {
             buf = st->s[0] = lt_clone(d);
+        } else if (st->step == 1 && h->dampening != 0) {
+            ok &= lt_copy_(buf, d) != NULL; /* PyTorch's first step: buf = d, undamped */
         } else {
+            /* Without dampening the zero buffer made with the optimizer gives
+             * exactly buf = d on the first step, with the same graph as later
+             * steps (one compile). */
             lt_tensor *step = h->dampening != 0 ? keep(&k, lt_mul_scalar(d, 1 - h->dampening)) : d;
             ok &= lt_add_(lt_mul_scalar_(buf, h->momentum), step) != NULL;
         }

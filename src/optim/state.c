@@ -5,14 +5,17 @@
 #include "optim.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 int lt_optim_state(lt_optim *o, int max, const char **names, lt_tensor **tensors) {
     if (!o) return err_set(LT_ERR_NULL, "lt_optim_state: argument 'o' is NULL"), -1;
+    if (max < 0) return err_set(LT_ERR_ARG, "lt_optim_state: argument 'max' is %d (negative)", max), -1;
     int total = 0;
     for (int i = 0; i < o->n; i++)
         for (int s = 0; s < OPT_NSTATE; s++) total += o->params[i].s[s] != NULL;
     if (max <= 0) return total;
-    if (!names || !tensors) return err_set(LT_ERR_NULL, "lt_optim_state: names or tensors is NULL"), -1;
+    if (!names || !tensors)
+        return err_set(LT_ERR_NULL, "lt_optim_state: argument '%s' is NULL", names ? "tensors" : "names"), -1;
     char **nn = core_calloc((size_t)total + 1, sizeof *nn);
     if (!nn) return -1;
     int k = 0;
@@ -61,16 +64,24 @@ static int parse_name(const lt_optim *o, const char *name, int *slot, int *idx) 
 
 int lt_optim_load_state(lt_optim *o, int n, const char *const *names, lt_tensor *const *tensors) {
     const char *fn = "lt_optim_load_state";
-    if (!o || (n && (!names || !tensors))) return err_set(LT_ERR_NULL, "%s: a NULL argument", fn), -1;
+    if (!o) return err_set(LT_ERR_NULL, "%s: argument 'o' is NULL", fn), -1;
+    if (n < 0) return err_set(LT_ERR_ARG, "%s: argument 'n' is %d (negative)", fn, n), -1;
+    if (n && (!names || !tensors))
+        return err_set(LT_ERR_NULL, "%s: argument '%s' is NULL", fn, names ? "tensors" : "names"), -1;
     for (int k = 0; k < n; k++) { /* check everything before changing anything */
         int s, i;
-        if (!names[k] || !tensors[k]) return err_set(LT_ERR_NULL, "%s: entry %d is NULL", fn, k), -1;
+        if (!names[k] || !tensors[k])
+            return err_set(LT_ERR_NULL, "%s: argument '%s[%d]' is NULL", fn, names[k] ? "tensors" : "names", k), -1;
+        if (tensors[k]->magic != LT_HANDLE_MAGIC)
+            return err_set(LT_ERR_STATE, "%s: argument 'tensors[%d]' is a freed or invalid handle", fn, k), -1;
         if (parse_name(o, names[k], &s, &i))
-            return err_set(LT_ERR_ARG, "%s: '%s' is not a state name of this optimizer", fn, names[k]), -1;
+            return err_set(LT_ERR_ARG, "%s: argument 'names[%d]' = '%s' is not a state name of this optimizer", fn, k,
+                           names[k]), -1;
         lt_tensor *p = o->params[i].p, *t = tensors[k];
         if (lt_dtype_of(t) != lt_dtype_of(p) || lt_ndim(t) != lt_ndim(p) ||
             memcmp(lt_shape(t), lt_shape(p), sizeof(int64_t) * (size_t)lt_ndim(p)))
-            return err_set(LT_ERR_SHAPE, "%s: '%s' has %s %s but parameter %d has %s %s", fn, names[k],
+            return err_set(LT_ERR_SHAPE, "%s: argument 'tensors[%d]' ('%s') has %s %s but parameter %d has %s %s", fn,
+                           k, names[k],
                            lt_dtype_name(lt_dtype_of(t)), SHAPE_STR(lt_ndim(t), lt_shape(t)), i,
                            lt_dtype_name(lt_dtype_of(p)), SHAPE_STR(lt_ndim(p), lt_shape(p))), -1;
     }

@@ -76,7 +76,7 @@ double prof_value(enum prof_metric m) {
  * also answer "Name.count", "Name.max" and "Name.p50" (any percentile),
  * timers in seconds. */
 double lt_metric(const char *name) {
-    if (!name) return NAN;
+    if (!name) return err_set(LT_ERR_NULL, "lt_metric: argument 'name' is NULL"), NAN;
     const char *dot = strchr(name, '.');
     size_t len = dot ? (size_t)(dot - name) : strlen(name);
     for (int i = 0; i < M_COUNT; i++) {

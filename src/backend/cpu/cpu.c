@@ -25,6 +25,8 @@ typedef struct cpu_exe {
     size_t scratch_stride;
     int maxread, maxwrite, maxins;
     size_t io_bytes; /* outputs and inputs, for PeakBytes */
+    cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
+    char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
 } cpu_exe;
 
 static int debug_guards;
@@ -61,12 +63,28 @@ static int cpu_supports(int op) {
 static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
+    for (int j = 0; e->lib && j < e->nk; j++) cpu_dnnl_free(e->lib[j]);
+    core_free(e->lib);
+    core_free(e->lib_scratch);
     cpu_kernels_free(e->k, e->nk);
     cpu_plan_free(&e->pl);
     exec_graph_free(e->g);
     core_free(e->arena);
     core_free(e->scratch);
     core_free(e);
+}
+
+/* Library primitives for the kernels that would otherwise run the
+ * reference kernel; one scratch (the largest need) serves them all. */
+static int lib_compile(cpu_exe *e) {
+    size_t sb = 0;
+    if (!(e->lib = core_calloc((size_t)(e->nk ? e->nk : 1), sizeof *e->lib))) return -1;
+    for (int j = 0; j < e->nk; j++) {
+        if (e->k[j].kind != K_REF) continue;
+        e->lib[j] = cpu_dnnl_new(e->g, &e->g->nodes[e->k[j].node]);
+        if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
+    }
+    return sb && !(e->lib_scratch = core_aligned_alloc(sb)) ? -1 : 0;
 }
 
 static void *cpu_compile(const exec_graph *g0) {
@@ -95,6 +113,10 @@ static void *cpu_compile(const exec_graph *g0) {
     }
     for (int s = 0; s < e->pl.nslots; s++)
         if (e->pl.slots[s].kind != SLOT_TEMP) e->io_bytes += e->pl.slots[s].nbytes;
+    if (lib_compile(e)) {
+        cpu_free(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -187,7 +209,19 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         strided_copy(rp[1], wp[0], es, src->ndim, src->shape, y->ia, y->ia[src->ndim], src->numel, 1);
         break;
     }
-    case K_REF: run_ref(g, y, rp, scalars, wp[0], args); break;
+    case K_REDUCE: /* reduce.c, softmax.c; the reference only if out of memory */
+        if (cpu_reduce_run(y, &g->nodes[y->in[0]], rp[0], wp[0]) == 0) break;
+        run_ref(g, y, rp, scalars, wp[0], args);
+        break;
+    case K_REF: {
+        const cpu_dnnl *lib = e->lib[kn - e->k];
+        if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
+        double sc[IR_MAX_SCALARS];
+        resolve_scalars(y, scalars, sc);
+        if (cpu_nn_run(g, y, rp, sc, wp[0]) == 0) break;
+        run_ref(g, y, rp, scalars, wp[0], args);
+        break;
+    }
     }
     prof_kernel_end(g_ops[y->op].name, kt0);
 }
@@ -204,6 +238,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     const exec_graph *g = e->g;
     plan *pl = &e->pl;
     if (!e->arena && pl->arena_bytes && !(e->arena = core_aligned_alloc(pl->arena_bytes))) return -1;
+    if (ref_scratch_reserve(g)) return -1; /* for the kernels that fall back to the reference backend */
     size_t ns = (size_t)(pl->nslots ? pl->nslots : 1);
     char **sp = core_malloc(ns * sizeof *sp);
     lt_buffer **sb = core_calloc(ns, sizeof *sb);

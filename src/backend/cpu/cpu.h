@@ -51,9 +51,22 @@ int tile_member_type(const exec_graph *g, const gnode *y);
 void tile_run(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
               size_t scratch_stride);
 size_t tile_scratch_bytes(const tprog *p);
+/* The instruction set the vectorized loops use, chosen once from the CPU:
+ * 2 AVX-512, 1 AVX2 + FMA, 0 baseline. cpu_set_isa caps it (tests run
+ * every copy; -1 lifts the cap). */
+int cpu_isa(void);
+void cpu_set_isa(int level);
+
+/* ---- reductions and softmax (reduce.c, softmax.c) ---- */
+/* Does y (a reduction, arg-reduction or softmax of x) have a fast kernel? */
+int cpu_reduce_ok(const gnode *y, const gnode *x);
+int cpu_softmax_ok(const gnode *y, const gnode *x);
+/* Runs it: 0 if done, -1 if the caller must fall back (no memory). */
+int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out);
+int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 
 /* ---- kernels and fusion (fuse.c) ---- */
-enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER };
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE };
 
 typedef struct kernel {
     uint8_t kind;
@@ -97,6 +110,21 @@ void cpu_plan_free(plan *p);
 
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
 int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
+/* A library op (conv2d and its backward ops, max/avg pooling, avg-pool
+ * backward, linear) prepared at compile time: its oneDNN primitive and the
+ * reorders to and from our plain layouts. NULL: not covered (dtype, op,
+ * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
+ * and uses cpu_dnnl_scratch(d) bytes of scratch for blocked copies. */
+typedef struct cpu_dnnl cpu_dnnl;
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y);
+size_t cpu_dnnl_scratch(const cpu_dnnl *d);
+int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch);
+void cpu_dnnl_free(cpu_dnnl *d);
+
+/* ---- fast C kernels for NN ops oneDNN does not cover as our nodes split
+ * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
+ * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
+int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */

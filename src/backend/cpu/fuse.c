@@ -261,6 +261,8 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
         kn->kind = contiguous_view(y) ? K_VIEW : K_STRIDED;
     } else if (y->op == LT_OP_AS_STRIDED_SCATTER) {
         kn->kind = K_SCATTER;
+    } else if (y->nin == 1 && cpu_reduce_ok(y, &g->nodes[y->in[0]])) {
+        kn->kind = K_REDUCE;
     }
     kn->nread = y->nin;
     kn->read = dup_ints(y->in, y->nin);

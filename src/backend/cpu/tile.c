@@ -4,36 +4,48 @@
  * float and double. */
 #include "cpu.h"
 
-#include <math.h>
-#ifdef _OPENMP
-#include <omp.h>
-#define THREAD_NUM() omp_get_thread_num()
-#define OMP_SIMD _Pragma("omp simd")
-#else
-#define THREAD_NUM() 0
-#define OMP_SIMD /* without OpenMP, gcc -O2 may still vectorize */
+#include "simd.h"
+
+/* The loops once per instruction set, chosen at run time (the build has no
+ * -march: CI machines differ). gcc vectorizes each copy for its ISA. */
+#define BODY "tile_body.h"
+#define ISA_SUF _base
+#include "typed.h"
+#undef ISA_SUF
+#ifdef HAVE_ISA
+TARGET_PUSH(ISA_AVX2)
+#define ISA_SUF _avx2
+#include "typed.h"
+#undef ISA_SUF
+TARGET_POP()
+TARGET_PUSH(ISA_AVX512)
+#define ISA_SUF _avx512
+#include "typed.h"
+#undef ISA_SUF
+TARGET_POP()
 #endif
 
-/* glibc's libmvec has vector variants of these; declaring them `simd` (as
- * glibc's own header does under -ffast-math) lets gcc call them from the
- * vectorized loops without giving up IEEE semantics elsewhere. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SIMD_DECL __attribute__((simd("notinbranch")))
-double exp(double) SIMD_DECL;
-double log(double) SIMD_DECL;
-double pow(double, double) SIMD_DECL;
-double tanh(double) SIMD_DECL;
+typedef void (*tile_fn)(const tprog *, const void *const *, void *const *, const double *, const uint8_t *, void *,
+                        int64_t, int64_t);
+
+static int isa_forced = -1; /* cpu_set_isa: tests run every copy */
+void cpu_set_isa(int level) { isa_forced = level; }
+
+/* 2: AVX-512, 1: AVX2 + FMA, 0: the x86-64 baseline (SSE2). */
+int cpu_isa(void) {
+    static int best = -1;
+    if (best < 0) {
+        best = 0;
+#ifdef HAVE_ISA
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = 1;
+        if (best == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+            best = 2;
 #endif
-
-#define T float
-#define FN(x) x##_f32
-#include "tile_body.h"
-#undef T
-#undef FN
-
-#define T double
-#define FN(x) x##_f64
-#include "tile_body.h"
+    }
+    return isa_forced >= 0 && isa_forced < best ? isa_forced : best;
+}
 
 static int tile_op(int op) {
     switch (op) { /* the ops tile_body.h implements; anything else is not fused */
@@ -69,8 +81,36 @@ int tile_member_type(const exec_graph *g, const gnode *y) {
 
 size_t tile_scratch_bytes(const tprog *p) { return (size_t)p->nregs * TILE * (p->rtype == LT_F32 ? 4 : 8); }
 
+static tile_fn pick(int rtype) {
+    int f = rtype == LT_F32;
+#ifdef HAVE_ISA
+    switch (cpu_isa()) {
+    case 2: return f ? tile_f32_avx512 : tile_f64_avx512;
+    case 1: return f ? tile_f32_avx2 : tile_f64_avx2;
+    default: break;
+    }
+#endif
+    return f ? tile_f32_base : tile_f64_base;
+}
+
 void tile_run(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
               size_t stride) {
-    if (p->rtype == LT_F32) run_f32(p, in, out, scal, scratch, stride);
-    else run_f64(p, in, out, scal, scratch, stride);
+    tile_fn fn = pick(p->rtype);
+    /* A store is computed straight into its output unless that output is
+     * also an input (in place: the stores run last) or of another type.
+     * Streaming (non-temporal) stores measured no faster here: the memcpy
+     * floor pays the read-for-ownership too. */
+    uint8_t direct[TILE_MAX_REGS];
+    for (int j = 0; j < p->nstore; j++) {
+        direct[j] = p->stores[j].dtype == p->rtype;
+        for (int k = 0; k < p->nload; k++) direct[j] &= out[j] != in[k];
+    }
+    int64_t ntiles = (p->numel + TILE - 1) / TILE;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (ntiles >= 32)
+#endif
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t i0 = t * TILE, n = p->numel - i0 < TILE ? p->numel - i0 : TILE;
+        fn(p, in, out, scal, direct, scratch + (size_t)THREAD_NUM() * stride, i0, n);
+    }
 }

@@ -1,7 +1,7 @@
-/* The typed half of the tile interpreter, included by tile.c once per
- * register type with T (float or double) and FN(name) defined. Each instruction is
- * one simple loop over a tile so that gcc vectorizes it (and calls libmvec
- * for exp/log/pow/tanh). */
+/* The typed half of the tile interpreter, included through typed.h once per
+ * register type (T float or double, FN(name), M_SQRT, M_FABS, ...) and once
+ * per instruction set. Each instruction is one simple loop over a tile so
+ * that gcc vectorizes it (and calls libmvec for exp/log/pow/tanh). */
 
 /* n elements of (src, dt) starting at element off, step `step`, into dst. */
 static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t off, int64_t n, int64_t step) {
@@ -64,19 +64,24 @@ static void FN(load_general)(const tprog *p, const tload *l, T *restrict dst, co
     }
 }
 
-/* X, Y, Z: the operands of element i, in double. */
-#define X ((double)a[i])
-#define Y ((double)b[i])
-#define Z ((double)c[i])
-#define LOOP(EXPR)                                                             \
-    do {                                                                       \
+/* X, Y, Z: the operands of element i in the register type; DX, DY, DZ in
+ * double. */
+#define X (a[i])
+#define Y (b[i])
+#define Z (c[i])
+#define DX ((double)a[i])
+#define DY ((double)b[i])
+#define DZ ((double)c[i])
+#define LOOP(EXPR)                                                 \
+    do {                                                           \
         OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = (T)(EXPR); \
     } while (0)
 
-/* One tile: elements [i0, i0 + n) of the group. */
-static void FN(tile)(const tprog *p, const void *const *in, void *const *out, const double *scal, T *scratch,
-                     int64_t i0, int64_t n) {
-    T *reg[TILE_MAX_REGS];
+/* One tile: elements [i0, i0 + n) of the group. direct[j]: store j is
+ * computed straight into its output, else copied there at the end. */
+static void FN(tile)(const tprog *p, const void *const *in, void *const *out, const double *scal,
+                     const uint8_t *direct, void *scratch_, int64_t i0, int64_t n) {
+    T *scratch = scratch_, *reg[TILE_MAX_REGS];
     for (int r = 0; r < p->nregs; r++) reg[r] = scratch + (size_t)r * TILE;
     for (int j = 0; j < p->nload; j++) {
         const tload *l = &p->loads[j];
@@ -92,17 +97,26 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             FN(load_general)(p, l, reg[j], in[j], i0, n);
         }
     }
-    /* Each instruction computes in double and rounds to the register type,
-     * exactly as the reference kernels round each node: results agree with
-     * ref bit for bit except in the last bits of libm functions. Tiles are
-     * memory bound, so the conversions cost little. */
+    /* A stored member keeps its register to the end, so its register may be
+     * the output itself: no copy. */
+    for (int j = 0; j < p->nstore; j++)
+        if (direct[j]) reg[p->stores[j].reg] = (T *)out[j] + i0;
+    /* float32 ops compute in float where that gives exactly the reference's
+     * double-then-round result: + - * / sqrt (IEEE, correctly rounded),
+     * comparisons, min/max/clamp (rounding is monotonic), scalars that are
+     * floats. The rest (exp, log, tanh, pow, sigmoid, rsqrt, lerp, addcmul,
+     * addcdiv, other scalars) computes in double and rounds once: float
+     * math would be a few ulps off, and a later exp amplifies that past
+     * every tolerance (test_func_fuzz). Both vectorize. */
     for (int k = 0; k < p->nins; k++) {
         const tins *t = &p->ins[k];
         T *restrict d = reg[t->dst];
         const T *restrict a = t->src[0] >= 0 ? reg[t->src[0]] : NULL;
         const T *restrict b = t->src[1] >= 0 ? reg[t->src[1]] : NULL;
         const T *restrict c = t->src[2] >= 0 ? reg[t->src[2]] : NULL;
-        const double s0 = scal[2 * k], s1 = scal[2 * k + 1];
+        const double ds0 = scal[2 * k];
+        const T s0 = (T)ds0, s1 = (T)scal[2 * k + 1];
+        const int exact = (double)s0 == ds0; /* the scalar is a T */
         switch (t->op) { /* tile_member_type admits exactly these */
         case LT_OP_FILL: LOOP(s0); break;
         case LT_OP_ADD: LOOP(X + Y); break;
@@ -111,42 +125,48 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_DIV: LOOP(X / Y); break;
         case LT_OP_MAXIMUM: LOOP((X != X || Y != Y) ? X + Y : (X > Y ? X : Y)); break;
         case LT_OP_MINIMUM: LOOP((X != X || Y != Y) ? X + Y : (X < Y ? X : Y)); break;
-        case LT_OP_POW: LOOP(pow(X, Y)); break;
+        case LT_OP_POW: LOOP(pow(DX, DY)); break;
         case LT_OP_EQ: LOOP(X == Y); break;
         case LT_OP_NE: LOOP(X != Y); break;
         case LT_OP_LT: LOOP(X < Y); break;
         case LT_OP_LE: LOOP(X <= Y); break;
         case LT_OP_GT: LOOP(X > Y); break;
         case LT_OP_GE: LOOP(X >= Y); break;
-        case LT_OP_ADD_SCALAR: LOOP(X + s0); break;
-        case LT_OP_MUL_SCALAR: LOOP(X * s0); break;
+        case LT_OP_ADD_SCALAR:
+            if (exact) LOOP(X + s0);
+            else LOOP(DX + ds0);
+            break;
+        case LT_OP_MUL_SCALAR:
+            if (exact) LOOP(X * s0);
+            else LOOP(DX * ds0);
+            break;
         case LT_OP_POW_SCALAR:
-            if (s0 == 2) LOOP(X * X); /* exact in double for float inputs, as pow(x, 2) */
-            else LOOP(pow(X, s0));
+            if (ds0 == 2) LOOP(X * X); /* = pow(x, 2) rounded */
+            else LOOP(pow(DX, ds0));
             break;
         case LT_OP_CLAMP: /* lower bound first, then upper: lo > hi gives hi, as torch.clamp */
             LOOP(X != X ? X : ((X < s0 ? s0 : X) > s1 ? s1 : (X < s0 ? s0 : X)));
             break;
         case LT_OP_NEG: LOOP(-X); break;
-        case LT_OP_EXP: LOOP(exp(X)); break;
-        case LT_OP_LOG: LOOP(log(X)); break;
-        case LT_OP_SQRT: LOOP(sqrt(X)); break;
-        case LT_OP_RSQRT: LOOP(1.0 / sqrt(X)); break;
-        case LT_OP_ABS: LOOP(fabs(X)); break;
-        case LT_OP_RELU: LOOP(X > 0 || X != X ? X : 0.0); break;
-        case LT_OP_TANH: LOOP(tanh(X)); break;
-        case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-X))); break;
+        case LT_OP_EXP: LOOP(exp(DX)); break;
+        case LT_OP_LOG: LOOP(log(DX)); break;
+        case LT_OP_SQRT: LOOP(M_SQRT(X)); break;
+        case LT_OP_RSQRT: LOOP(1.0 / sqrt(DX)); break;
+        case LT_OP_ABS: LOOP(M_FABS(X)); break;
+        case LT_OP_RELU: LOOP(X > 0 || X != X ? X : (T)0); break;
+        case LT_OP_TANH: LOOP(tanh(DX)); break;
+        case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-DX))); break;
         case LT_OP_CAST:
-            if (t->dtype == LT_BOOL) LOOP(X != 0);
+            if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);
             break;
         case LT_OP_LERP: /* PyTorch's two-sided formula; the side is chosen by the weight */
-            if (fabs(s0) < 0.5) LOOP(X + s0 * (Y - X));
-            else LOOP(Y - (Y - X) * (1.0 - s0));
+            if (fabs(ds0) < 0.5) LOOP(DX + ds0 * (DY - DX));
+            else LOOP(DY - (DY - DX) * (1.0 - ds0));
             break;
-        case LT_OP_WHERE: LOOP(X != 0 ? Y : Z); break;
-        case LT_OP_ADDCMUL: LOOP(X + s0 * Y * Z); break;
-        case LT_OP_ADDCDIV: LOOP(X + s0 * (Y / Z)); break;
+        case LT_OP_WHERE: LOOP(X != (T)0 ? Y : Z); break;
+        case LT_OP_ADDCMUL: LOOP(DX + ds0 * DY * DZ); break;
+        case LT_OP_ADDCDIV: LOOP(DX + ds0 * (DY / DZ)); break;
         default: LT_ASSERT(0 && "not a tile op"); break;
         }
     }
@@ -155,22 +175,10 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         const T *restrict v = reg[s->reg];
         if (s->dtype == LT_BOOL) {
             uint8_t *restrict o = (uint8_t *)out[j] + i0;
-            OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = v[i] != 0;
-        } else {
+            OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = v[i] != (T)0;
+        } else if (!direct[j]) {
             memcpy((T *)out[j] + i0, v, (size_t)n * sizeof(T));
         }
-    }
-}
-
-static void FN(run)(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
-                    size_t stride) {
-    int64_t ntiles = (p->numel + TILE - 1) / TILE;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (ntiles >= 32)
-#endif
-    for (int64_t t = 0; t < ntiles; t++) {
-        int64_t i0 = t * TILE, n = p->numel - i0 < TILE ? p->numel - i0 : TILE;
-        FN(tile)(p, in, out, scal, (T *)(void *)(scratch + (size_t)THREAD_NUM() * stride), i0, n);
     }
 }
 
@@ -178,3 +186,6 @@ static void FN(run)(const tprog *p, const void *const *in, void *const *out, con
 #undef X
 #undef Y
 #undef Z
+#undef DX
+#undef DY
+#undef DZ

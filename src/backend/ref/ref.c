@@ -39,6 +39,42 @@ static void ref_free(void *p) {
     core_free(e);
 }
 
+static double *scratch;
+static size_t scratch_cap; /* doubles; kept between runs (one executing thread) */
+
+int ref_scratch_reserve(const exec_graph *g) {
+    size_t need = 0;
+    for (int k = 0; k < g->n; k++) {
+        const gnode *y = &g->nodes[k];
+        switch ((enum lt_op)y->op) {
+        case LT_OP_CONV2D: case LT_OP_CONV2D_BWD_INPUT: case LT_OP_CONV2D_BWD_WEIGHT: case LT_OP_MAX_POOL2D_BWD:
+        case LT_OP_AVG_POOL2D_BWD: case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: case LT_OP_AS_STRIDED_BACKWARD:
+        case LT_OP_CROSS_ENTROPY: case LT_OP_CROSS_ENTROPY_BWD:
+            if ((size_t)y->numel > need) need = (size_t)y->numel;
+            for (int i = 0; i < y->nin; i++) /* cross-entropy: one row of its logits */
+                if ((size_t)g->nodes[y->in[i]].numel > need) need = (size_t)g->nodes[y->in[i]].numel;
+            break;
+        default: break;
+        }
+    }
+    if (need < 1) need = 1;
+    if (need <= scratch_cap) return 0;
+    if (need > SIZE_MAX / sizeof *scratch)
+        return err_set(LT_ERR_OOM, "out of memory: kernel scratch of %zu doubles", need), -1;
+    double *p = core_malloc(need * sizeof *p);
+    if (!p) return -1;
+    core_free(scratch);
+    scratch = p;
+    scratch_cap = need;
+    return 0;
+}
+
+double *ref_scratch(int64_t n) {
+    LT_ASSERT(n >= 0 && (size_t)n <= scratch_cap && scratch); /* reserved by the executor */
+    memset(scratch, 0, (size_t)n * sizeof *scratch);
+    return scratch;
+}
+
 void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     switch ((enum lt_op)y->op) {
     case LT_OP_DATA: case LT_OP_COUNT: LT_ASSERT(0 && "not a kernel"); break;
@@ -98,7 +134,7 @@ static int ref_run(void *p, lt_buffer *const *inputs, const uint8_t *donatable, 
         if (g->nodes[k].nin > maxin) maxin = g->nodes[k].nin;
     if (val) args = core_malloc((size_t)maxin * sizeof *args);
     int rc = -1;
-    if (!val || !args) goto done;
+    if (!val || !args || ref_scratch_reserve(g)) goto done;
     for (int k = 0; k < g->n; k++) {
         const gnode *y = &g->nodes[k];
         if (y->op == LT_OP_DATA) {

@@ -73,6 +73,12 @@ static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, l
 /* Kernels. `sc` holds the node's scalars with runtime values resolved. */
 /* Any op's reference kernel (the dispatch of ref.c; other backends fall back to it). */
 void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out);
+/* Scratch of the kernels that accumulate in double (conv, pooling backward,
+ * as_strided backward, cross-entropy rows). An executor reserves it for a
+ * whole graph before running (0, or -1 with LT_ERR_OOM), so no kernel
+ * allocates and none can fail halfway; ref_scratch hands it out zeroed. */
+int ref_scratch_reserve(const exec_graph *g);
+double *ref_scratch(int64_t n);
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out);
 void ref_reduce(const gnode *y, const ref_arg *in, void *out);
 void ref_softmax(const gnode *y, const ref_arg *in, void *out);

@@ -63,7 +63,7 @@ void ref_matmul(const gnode *y, const ref_arg *in, void *out) {
     for (int d = nb - 1; d >= 0; d--) {
         int da = d - (nb - abat), db = d - (nb - bbat);
         int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        bshape[d] = ea > eb ? ea : eb;
+        bshape[d] = ea == 1 ? eb : ea; /* broadcasting 0 against 1 gives 0, not max(0, 1) */
         astr[d] = ea == 1 ? 0 : sa;
         bstr[d] = eb == 1 ? 0 : sb;
         if (da >= 0) sa *= ea;

@@ -1,0 +1,100 @@
+/* The typed inner loops of reductions and softmax, included by reduce.c
+ * once per type (T, FN, M_EXP: see typed.h) and instruction set. Each
+ * works on one contiguous run; reduce.c and softmax.c split the work. Sums
+ * of float32 accumulate in double (then round once, like the reference);
+ * max/min work on s * x with s = +1 or -1, so one loop serves both. */
+
+/* Sum of x[0, n) in double. */
+static double FN(sum)(const void *x_, int64_t n) {
+    const T *x = x_;
+    double s = 0;
+    OMP_SIMD_SUM(s)
+    for (int64_t i = 0; i < n; i++) s += (double)x[i];
+    return s;
+}
+
+/* Max of s * x[0, n); NaN if any element is NaN. n > 0. */
+static double FN(max)(const void *x_, int64_t n, double sd) {
+    const T *x = x_, s = (T)sd;
+    T m = -(T)INFINITY;
+    int nan = 0;
+    OMP_SIMD_MAX(m, nan)
+    for (int64_t i = 0; i < n; i++) {
+        T v = s * x[i];
+        m = v > m ? v : m;
+        nan |= v != v;
+    }
+    return nan ? (double)NAN : (double)m;
+}
+
+/* acc[i] += x[i], i < n: a leading-axis sum, vectorized along the row. */
+static void FN(csum)(double *restrict acc, const void *x_, int64_t n) {
+    const T *restrict x = x_;
+    OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];
+}
+
+/* acc[i] = best of (acc[i], s * x[i]): the first NaN wins and stays, as in
+ * the reference. */
+static void FN(cmax)(double *restrict acc, const void *x_, int64_t n, double s) {
+    const T *restrict x = x_;
+    OMP_SIMD for (int64_t i = 0; i < n; i++) {
+        double v = s * (double)x[i], a = acc[i];
+        acc[i] = a == a && (v > a || v != v) ? v : a;
+    }
+}
+
+/* First index of the max of s * x[0, n) (of the first NaN if any). n > 0. */
+static int64_t FN(argrow)(const void *x_, int64_t n, double s) {
+    const T *x = x_;
+    double m = FN(max)(x_, n, s);
+    int64_t i = 0;
+    if (m != m) {
+        while (x[i] == x[i]) i++;
+    } else {
+        while ((double)x[i] * s != m) i++; /* s * x is exact: the same value max saw */
+    }
+    return i;
+}
+
+/* One step k of an argmax down a column block: best/idx per column. */
+static void FN(argcol)(double *restrict best, int64_t *restrict idx, const void *x_, int64_t n, double s,
+                       int64_t k) {
+    const T *restrict x = x_;
+    OMP_SIMD for (int64_t i = 0; i < n; i++) {
+        double v = s * (double)x[i], a = best[i];
+        int take = a == a && (v > a || v != v);
+        best[i] = take ? v : a;
+        idx[i] = take ? k : idx[i];
+    }
+}
+
+/* Softmax (or log-softmax) of one contiguous row, as the reference: max
+ * subtracted, exp in the row's type (as PyTorch), the sum in double. */
+static void FN(softmax)(void *out_, const void *x_, int64_t n, int logsm) {
+    T *restrict out = out_;
+    const T *restrict x = x_;
+    double md = FN(max)(x_, n, 1);
+    if (md != md) { /* a NaN anywhere: the whole row is NaN, as the reference's max is */
+        for (int64_t i = 0; i < n; i++) out[i] = (T)NAN;
+        return;
+    }
+    const T m = md == -INFINITY ? (T)0 : (T)md; /* all -inf: exp(-inf - 0) = 0 */
+    double s = 0;
+    if (!logsm) {
+        OMP_SIMD_SUM(s)
+        for (int64_t i = 0; i < n; i++) {
+            T e = M_EXP(x[i] - m);
+            out[i] = e;
+            s += (double)e;
+        }
+        const T sum = (T)s;
+        OMP_SIMD for (int64_t i = 0; i < n; i++) out[i] = out[i] / sum;
+    } else {
+        OMP_SIMD_SUM(s)
+        for (int64_t i = 0; i < n; i++) s += (double)M_EXP(x[i] - m);
+        const T ls = (T)log(s);
+        OMP_SIMD for (int64_t i = 0; i < n; i++) out[i] = (x[i] - m) - ls;
+    }
+}
+
+static const rkern FN(kern) = {FN(sum), FN(max), FN(csum), FN(cmax), FN(argrow), FN(argcol), FN(softmax)};

@@ -1,0 +1,68 @@
+/* What the vectorized cpu loops share: OpenMP simd, the vector variants of
+ * libm in glibc's libmvec, and the instruction sets compiled in. */
+#ifndef LT_CPU_SIMD_H
+#define LT_CPU_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define THREAD_NUM() omp_get_thread_num()
+#define NUM_THREADS() omp_get_max_threads()
+#define OMP_SIMD _Pragma("omp simd")
+#define OMP_SIMD_SUM(v) _Pragma(OMP_STR(omp simd reduction(+ : v)))
+#define OMP_SIMD_MAX(v, f) _Pragma(OMP_STR(omp simd reduction(max : v) reduction(| : f)))
+#define OMP_STR(x) #x
+#else
+#define THREAD_NUM() 0
+#define NUM_THREADS() 1
+#define OMP_SIMD /* without OpenMP, gcc -O2 may still vectorize */
+#define OMP_SIMD_SUM(v)
+#define OMP_SIMD_MAX(v, f)
+#endif
+
+/* Declaring these `simd` (as glibc's own header does under -ffast-math)
+ * lets gcc call libmvec's variants (_ZGVeN16v_expf under AVX-512, ...) from
+ * vectorized loops without giving up IEEE semantics elsewhere. The files
+ * using them are compiled with -fno-math-errno (CMakeLists.txt) so that
+ * sqrt vectorizes too. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SIMD_DECL __attribute__((simd("notinbranch")))
+double exp(double) SIMD_DECL;
+double log(double) SIMD_DECL;
+double pow(double, double) SIMD_DECL;
+double tanh(double) SIMD_DECL;
+float expf(float) SIMD_DECL;
+float logf(float) SIMD_DECL;
+float powf(float, float) SIMD_DECL;
+float tanhf(float) SIMD_DECL;
+/* The loops are compiled once per instruction set (the build has no
+ * -march: CI machines differ) and chosen at run time by cpu_isa(). */
+#define HAVE_ISA 1
+#define ISA_AVX2 "avx2,fma"
+#define ISA_AVX512 "avx512f,avx512vl,avx512bw,avx512dq,fma,prefer-vector-width=512"
+#endif
+
+/* `#pragma GCC target` does not expand macros; _Pragma does. */
+#define PRAGMA_(x) _Pragma(#x)
+#define TARGET_PUSH(isa) _Pragma("GCC push_options") PRAGMA_(GCC target(isa))
+#define TARGET_POP() _Pragma("GCC pop_options")
+
+#define CAT3_(a, b, c) a##b##c
+#define CAT3(a, b, c) CAT3_(a, b, c)
+
+/* The typed loops of reductions and softmax (reduce_body.h), one table per
+ * type and instruction set; x points at the first element of a run. */
+typedef struct rkern {
+    double (*sum)(const void *x, int64_t n);
+    double (*max)(const void *x, int64_t n, double s); /* of s * x, s = +-1 */
+    void (*csum)(double *acc, const void *x, int64_t n);
+    void (*cmax)(double *acc, const void *x, int64_t n, double s);
+    int64_t (*argrow)(const void *x, int64_t n, double s);
+    void (*argcol)(double *best, int64_t *idx, const void *x, int64_t n, double s, int64_t k);
+    void (*softmax)(void *out, const void *x, int64_t n, int logsm);
+} rkern;
+/* The table for dtype (LT_F32 or LT_F64) on this machine (reduce.c). */
+const rkern *cpu_rkern(int dtype);
+
+#endif
