@@ -47,8 +47,8 @@ typedef struct form {
 
 /* 0 if the reduced dims of x (mask) fit the form. */
 static int canon(const gnode *x, uint64_t mask, form *f) {
-    int64_t b[5] = {1, 1, 1, 1, 1}; /* blocks K R K R, then one too many */
-    int at = 0;                     /* block index; even = kept, odd = reduced */
+    int64_t b[4] = {1, 1, 1, 1}; /* blocks K R K R */
+    int at = 0;                  /* block index; even = kept, odd = reduced */
     for (int d = 0; d < x->ndim; d++) {
         if (x->shape[d] == 1) continue;
         int red = (int)((mask >> d) & 1);
