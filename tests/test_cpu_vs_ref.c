@@ -385,7 +385,7 @@ static void fast_reduction_cases(void) {
                 }
                 for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
                     rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
-                    memcpy(r.axes, C[c].axes, sizeof r.axes);
+                    memcpy(r.axes, C[c].axes, sizeof C[c].axes);
                     snprintf(what, sizeof what, "%s case %zu dtype %d special %d", g_ops[ops[o]].name, c, dt, special);
                     differential(what, ops[o], make_reduce, &r, 1e-5);
                 }
