@@ -78,6 +78,12 @@ exec_graph *exec_optimize(const exec_graph *g) {
     exec_graph *o = NULL;
     if (!repl || !remap_pool || !table || !live) goto done;
     memset(table, 0xff, hcap * sizeof *table);
+    /* Two roots are never merged: each keeps its own output buffer. Merged,
+     * two storages would share one buffer after the sync, and the next step,
+     * where they diverge, would be another graph (its parameter sequence
+     * differs), e.g. optimizer states all created as zeros. `live` doubles
+     * as the root mark until DCE clears it. */
+    for (int r = 0; r < g->nroots; r++) live[g->roots[r]] = 1;
     for (int32_t k = 0; k < n; k++) {
         const gnode *y = &g->nodes[k];
         int32_t *in = remap_pool + (y->in - g->in_pool);
@@ -98,7 +104,7 @@ exec_graph *exec_optimize(const exec_graph *g) {
             size_t at = h & (hcap - 1);
             while (table[at] >= 0) {
                 const gnode *z = &g->nodes[table[at]];
-                if (node_equal(y, z, in, remap_pool + (z->in - g->in_pool))) {
+                if (!(live[k] && live[table[at]]) && node_equal(y, z, in, remap_pool + (z->in - g->in_pool))) {
                     r = table[at];
                     break;
                 }
@@ -109,6 +115,7 @@ exec_graph *exec_optimize(const exec_graph *g) {
         repl[k] = r;
     }
     /* DCE: mark from the roots, backwards (operands precede their users). */
+    memset(live, 0, (size_t)(n ? n : 1));
     for (int r = 0; r < g->nroots; r++) live[repl[g->roots[r]]] = 1;
     size_t nin = 0, nia = 0;
     int nlive = 0;

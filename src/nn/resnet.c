@@ -12,19 +12,18 @@
  * torchvision (option A's zero padding has no parameters to move between
  * frameworks, and B is what torchvision's blocks do).
  *
- * Initialization as torchvision's ResNet for all three: convs
- * kaiming_normal_(fan_out, relu), BN weight 1 bias 0, fc PyTorch's Linear
- * default. */
+ * Initialization: ResNet-18/50 as torchvision (convs kaiming_normal_(fan_out,
+ * relu)); ResNet-20 convs with nn.Conv2d's default, as the anchor's PyTorch
+ * model; BN weight 1 bias 0 and fc PyTorch's Linear default for all three. */
 #include "nn.h"
 
 #include "../core/core.h"
 
 static int block_init(nn_block *b, nn_registry *r, const char *name, bool bottleneck, int64_t in, int64_t planes,
-                      int64_t stride) {
+                      int64_t stride, nn_init k) {
     char n1[96];
     int64_t expansion = bottleneck ? 4 : 1, out = planes * expansion;
     b->bottleneck = bottleneck;
-    nn_init k = NN_INIT_KAIMING_FAN_OUT;
     int rc = 0;
     if (bottleneck) {
         rc |= nn_conv2d_init(&b->conv1, r, nn_join(n1, sizeof n1, name, "conv1"), in, planes, 1, 1, 0, false, k);
@@ -102,7 +101,10 @@ int nn_resnet_init(nn_resnet *m, nn_registry *r, int depth, int64_t in_channels,
     for (int s = 0; s < nstages; s++) m->nblocks += counts[s];
     m->blocks = core_calloc((size_t)m->nblocks, sizeof *m->blocks);
     if (!m->blocks) return -1;
-    nn_init k = NN_INIT_KAIMING_FAN_OUT;
+    /* torchvision's ResNets re-initialize convs (kaiming_normal_, fan_out);
+     * the CIFAR-style ResNet-20 is a plain PyTorch model with nn.Conv2d's
+     * default init, as in ../shared/anchors/fmnist_resnet20.py. */
+    nn_init k = m->imagenet_stem ? NN_INIT_KAIMING_FAN_OUT : NN_INIT_DEFAULT;
     if (m->imagenet_stem ? nn_conv2d_init(&m->conv1, r, "conv1", in_channels, width, 7, 2, 3, false, k)
                          : nn_conv2d_init(&m->conv1, r, "conv1", in_channels, width, 3, 1, 1, false, k))
         return -1;
@@ -115,7 +117,7 @@ int nn_resnet_init(nn_resnet *m, nn_registry *r, int depth, int64_t in_channels,
             char name[32];
             snprintf(name, sizeof name, "layer%d.%d", s + 1, j);
             int64_t stride = (s > 0 && j == 0) ? 2 : 1;
-            if (block_init(&m->blocks[bi], r, name, bottleneck, in, planes, stride)) return -1;
+            if (block_init(&m->blocks[bi], r, name, bottleneck, in, planes, stride, k)) return -1;
             in = planes * (bottleneck ? 4 : 1);
         }
     }

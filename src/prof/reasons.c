@@ -43,6 +43,10 @@ void prof_reasons_step(uint64_t step, double uncached_this_step) {
     if (sum <= PROF_RECOMPILE_MAX) return;
     last_warn = step + 1;
     prof_add(M_RecompileWarnings, 1);
+    /* Printed the 1st, 2nd, 4th, 8th... time: a program that recompiles on
+     * purpose (a fuzzer, a test) gets a few lines, not one per window. */
+    uint64_t nwarn = (uint64_t)g_counters[M_RecompileWarnings];
+    if (nwarn & (nwarn - 1)) return;
     const char *latest = prof_reason_get(0, NULL, NULL);
     fprintf(stderr,
             "lazytensor: warning: %.0f uncached compiles in the last %d steps (at step %llu); latest: %s\n"

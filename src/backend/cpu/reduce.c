@@ -10,21 +10,7 @@
 #include "simd.h"
 
 #define BODY "reduce_body.h"
-#define ISA_SUF _base
-#include "typed.h"
-#undef ISA_SUF
-#ifdef HAVE_ISA
-TARGET_PUSH(ISA_AVX2)
-#define ISA_SUF _avx2
-#include "typed.h"
-#undef ISA_SUF
-TARGET_POP()
-TARGET_PUSH(ISA_AVX512)
-#define ISA_SUF _avx512
-#include "typed.h"
-#undef ISA_SUF
-TARGET_POP()
-#endif
+#include "isa_copies.h"
 
 const rkern *cpu_rkern(int dtype) {
     int f = dtype == LT_F32;

@@ -9,21 +9,7 @@
 /* The loops once per instruction set, chosen at run time (the build has no
  * -march: CI machines differ). gcc vectorizes each copy for its ISA. */
 #define BODY "tile_body.h"
-#define ISA_SUF _base
-#include "typed.h"
-#undef ISA_SUF
-#ifdef HAVE_ISA
-TARGET_PUSH(ISA_AVX2)
-#define ISA_SUF _avx2
-#include "typed.h"
-#undef ISA_SUF
-TARGET_POP()
-TARGET_PUSH(ISA_AVX512)
-#define ISA_SUF _avx512
-#include "typed.h"
-#undef ISA_SUF
-TARGET_POP()
-#endif
+#include "isa_copies.h"
 
 typedef void (*tile_fn)(const tprog *, const void *const *, void *const *, const double *, const uint8_t *, void *,
                         int64_t, int64_t);
