@@ -43,8 +43,11 @@ static lt_tensor *rand_tensor(lt_dtype dt, int nd, const int64_t *shape, int pos
 /* The same values, but as a non-contiguous view (a transposed copy, transposed back). */
 static lt_tensor *noncontig(lt_tensor *t) {
     if (lt_ndim(t) < 2) return NULL;
-    lt_tensor *tt = lt_contiguous(lt_transpose(t, 0, 1));
-    return lt_transpose(tt, 0, 1); /* a view of tt; tt's handle is dropped by the caller's pool */
+    lt_tensor *t1 = lt_transpose(t, 0, 1), *tt = lt_contiguous(t1);
+    lt_tensor *v = lt_transpose(tt, 0, 1); /* a view: it keeps tt's storage alive */
+    lt_free(t1);
+    lt_free(tt);
+    return v;
 }
 
 static int64_t g_ops_run, g_ops_skipped;
@@ -271,11 +274,11 @@ static void matmul_cases(void) {
             lt_dtype d = dt == 0 ? LT_F32 : dt == 1 ? LT_F64 : LT_I64;
             rctx r = {LT_OP_MATMUL, 0, {0}, 0, rand_tensor(d, nds[c][0], shapes[c][0], 0),
                       rand_tensor(d, nds[c][1], shapes[c][1], 0)};
-            lt_tensor *v = c == 0 ? noncontig(r.x) : NULL;
+            lt_tensor *x = r.x, *v = c == 0 ? noncontig(x) : NULL;
             if (v) r.x = v;
             differential("matmul", LT_OP_MATMUL, make_reduce, &r, 1e-5);
-            if (v) lt_free(v);
-            else lt_free(r.x);
+            lt_free(v);
+            lt_free(x);
             lt_free(r.y);
         }
 }
@@ -286,13 +289,20 @@ typedef struct vctx {
     int64_t a, b;
 } vctx;
 
+/* A contiguous copy of a view; the view handle is freed. */
+static lt_tensor *copy_of_view(lt_tensor *view) {
+    lt_tensor *c = lt_contiguous(view);
+    lt_free(view);
+    return c;
+}
+
 /* Views (AS_STRIDED), scatters (in-place through views) and cat. */
 static lt_tensor *make_view(void *p) {
     vctx *v = p;
     switch (v->kind) {
-    case 0: return lt_contiguous(lt_slice(v->x, 0, v->a, v->a + 2, 2));
-    case 1: return lt_contiguous(lt_transpose(v->x, 0, 1));
-    case 2: return lt_contiguous(lt_diagonal(v->x, 0, 0, 1));
+    case 0: return copy_of_view(lt_slice(v->x, 0, v->a, v->a + 2, 2));
+    case 1: return copy_of_view(lt_transpose(v->x, 0, 1));
+    case 2: return copy_of_view(lt_diagonal(v->x, 0, 0, 1));
     case 3: { /* scatter: in-place through a slice of a fresh copy */
         lt_tensor *c = lt_clone(v->x);
         lt_tensor *sl = lt_slice(c, 1, 0, 2, 1);
@@ -314,7 +324,11 @@ static lt_tensor *make_view(void *p) {
         lt_tensor *in[3] = {v->x, v->x, v->x};
         return lt_cat(3, in, (int)v->a);
     }
-    case 6: return lt_reshape(lt_mul_scalar(v->x, 3), 1, (int64_t[]){-1}); /* a view of a pending value */
+    case 6: { /* a view of a pending value; the view keeps the storage alive */
+        lt_tensor *m = lt_mul_scalar(v->x, 3), *r = lt_reshape(m, 1, (int64_t[]){-1});
+        lt_free(m);
+        return r;
+    }
     default: return NULL;
     }
 }
@@ -612,6 +626,17 @@ TEST(nn_ops) {
 /* ---- random whole programs ------------------------------------------------ */
 
 #define POOL 6
+/* Temporaries of one step (operands built inline), freed at its end. */
+static lt_tensor *tmps[8];
+static int ntmp;
+static lt_tensor *tmp(lt_tensor *t) {
+    if (ntmp < 8) tmps[ntmp++] = t;
+    return t;
+}
+static void free_tmps(void) {
+    while (ntmp) lt_free(tmps[--ntmp]);
+}
+
 static double *program(int be, uint64_t seed, int steps, int64_t *total) {
     exec_set_backend(be);
     rs = seed;
@@ -627,37 +652,38 @@ static double *program(int be, uint64_t seed, int steps, int64_t *total) {
         double w = 0.05 + 0.9 * runif();
         switch (rint_(14)) {
         case 0: z = lt_add(x, y); break;
-        case 1: z = lt_mul(x, lt_tanh(y)); break; /* the tanh handle leaks into the pool below */
-        case 2: z = lt_lerp(x, lt_add(x, y), w); break;
+        case 1: z = lt_mul(x, tmp(lt_tanh(y))); break;
+        case 2: z = lt_lerp(x, tmp(lt_add(x, y)), w); break;
         case 3: z = lt_addcmul(x, y, t[c], w); break;
-        case 4: z = lt_where(lt_gt(x, y), x, lt_sigmoid(y)); break;
-        case 5: z = lt_maximum(lt_relu(x), lt_mul_scalar(y, -w)); break;
-        case 6: z = lt_clamp(lt_sub(x, y), -1, 1); break;
-        case 7: z = lt_addcdiv(x, y, lt_add_scalar(lt_abs(t[c]), 1), w); break;
+        case 4: z = lt_where(tmp(lt_gt(x, y)), x, tmp(lt_sigmoid(y))); break;
+        case 5: z = lt_maximum(tmp(lt_relu(x)), tmp(lt_mul_scalar(y, -w))); break;
+        case 6: z = lt_clamp(tmp(lt_sub(x, y)), -1, 1); break;
+        case 7: z = lt_addcdiv(x, y, tmp(lt_add_scalar(tmp(lt_abs(t[c])), 1)), w); break;
         case 8: /* in place on a full tensor */
             lt_mul_scalar_(x, w);
-            lt_add_(x, lt_clamp(y, -1, 1)) ? (void)0 : lt_clear_error();
+            lt_add_(x, tmp(lt_clamp(y, -1, 1))) ? (void)0 : lt_clear_error();
             break;
         case 9: /* in place through a view */
             if (lt_ndim(x) == 2 && lt_shape(x)[1] > 3) {
                 lt_tensor *v = lt_slice(x, 1, 1, 3, 1);
-                lt_lerp_(v, lt_tanh(v), w);
+                lt_lerp_(v, tmp(lt_tanh(v)), w);
                 lt_free(v);
             }
             break;
         case 10: z = lt_mean(x, 0, NULL, false); break;
-        case 11: z = lt_exp(lt_tanh(lt_sum(x, 1, (int[]){-1}, true))); break;
+        case 11: z = lt_exp(tmp(lt_tanh(tmp(lt_sum(x, 1, (int[]){-1}, true))))); break;
         case 12:
             if (s % 5 == 0) lt_mark_step();
             break;
         case 13:
             if (lt_ndim(x) == 2 && lt_shape(x)[1] == 40) {
-                lt_tensor *m = lt_matmul(x, lt_transpose(x, 0, 1));
-                z = lt_tanh(lt_mul_scalar(m, 0.05));
+                lt_tensor *m = lt_matmul(x, tmp(lt_transpose(x, 0, 1)));
+                z = lt_tanh(tmp(lt_mul_scalar(m, 0.05)));
                 lt_free(m);
             }
             break;
         }
+        free_tmps();
         lt_clear_error();
         if (z) { /* replace a pool entry of a broadcast-compatible shape */
             int r = rint_(POOL);

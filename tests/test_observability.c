@@ -102,22 +102,30 @@ static jval *jvalue(int depth) {
         }
         for (;;) {
             ws();
+            /* the slot is counted first, so jfree sees whatever was parsed */
             v->items = realloc(v->items, (size_t)(v->n + 1) * sizeof *v->items);
+            v->items[v->n] = NULL;
             if (obj) {
                 v->keys = realloc(v->keys, (size_t)(v->n + 1) * sizeof *v->keys);
-                v->keys[v->n] = jstring();
+                v->keys[v->n] = NULL;
+            }
+            int at = v->n++;
+            if (obj) {
+                v->keys[at] = jstring();
                 if (jerr) return v;
                 ws();
-                if (*jp++ != ':') return jerr = 1, v;
+                if (*jp != ':') return jerr = 1, v; /* never step past the terminating NUL */
+                jp++;
             }
-            v->items[v->n++] = jvalue(depth + 1);
+            v->items[at] = jvalue(depth + 1);
             if (jerr) return v;
             ws();
             if (*jp == ',') {
                 jp++;
                 continue;
             }
-            if (*jp++ != close) jerr = 1;
+            if (*jp != close) return jerr = 1, v;
+            jp++;
             return v;
         }
     }
@@ -159,13 +167,19 @@ static jval *jvalue(int depth) {
     return v;
 }
 
+static void jfree(jval *v);
+
 static jval *json_parse(const char *text) {
     jp = text;
     jerr = 0;
     jval *v = jvalue(0);
-    ws();
-    if (*jp) jerr = 1; /* trailing garbage */
-    return jerr ? NULL : v;
+    if (!jerr) {
+        ws();
+        if (*jp) jerr = 1; /* trailing garbage */
+    }
+    if (!jerr) return v;
+    jfree(v); /* the partial tree */
+    return NULL;
 }
 
 static jval *jget(const jval *o, const char *key) {

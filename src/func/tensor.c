@@ -31,8 +31,20 @@ static void pool_put(void *p) {
     free_items = it;
 }
 
+/* Under AddressSanitizer storages bypass the pool, so a use after free of
+ * one (say, a release too many) is reported instead of corrupting the free
+ * list. Handles stay pooled in every build: lt_free's freed-handle check
+ * reads the magic of a handle that was freed, and the pool keeps it readable. */
+#if defined(__SANITIZE_ADDRESS__)
+static void *storage_alloc(void) { return core_malloc(sizeof(storage)); }
+static void storage_dealloc(storage *s) { core_free(s); }
+#else
+static void *storage_alloc(void) { return pool_get(); }
+static void storage_dealloc(storage *s) { pool_put(s); }
+#endif
+
 static storage *storage_new(lt_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
-    storage *s = pool_get();
+    storage *s = storage_alloc();
     if (!s) return NULL;
     s->refs = 1;
     s->dtype = (uint8_t)dtype;
@@ -93,7 +105,7 @@ static void storage_release(storage *s) {
     drop_buffer(s->buf);
     s->prev->next = s->next;
     s->next->prev = s->prev;
-    pool_put(s);
+    storage_dealloc(s);
 }
 
 static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
