@@ -77,6 +77,11 @@ static void small_run(const char *model) {
                           "uncached_compiles", "peak_bytes"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         CHECK_MSG(strstr(out, keys[i]) != NULL, "%s: no %s", model, keys[i]);
+    /* Steady state: the training step compiles once (steps 2 and 3 hit the
+     * cache), the evaluation graph once. */
+    CHECK_MSG(jnum(out, "uncached_compiles") == 2 && jnum(out, "cached_compiles") >= 2,
+              "%s: %g uncached, %g cached compiles", model, jnum(out, "uncached_compiles"),
+              jnum(out, "cached_compiles"));
 }
 
 TEST(every_model_runs) {
