@@ -1,62 +1,20 @@
-/* `lazytensor bench`: the trace-overhead table of bench/bench_trace.c (same
- * loops: ns per traced op, no sync inside the timed loop, median of REPS),
- * then a short training run per model on fake data. */
+/* `lazytensor bench`: the trace-overhead table of bench/bench_trace.c (the
+ * same loops, bench/trace_loops.h), then a short training run per model on
+ * fake data. */
 #include "cli.h"
+#include "trace_loops.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { LERP, LERP_, ADD, VIEW1, VIEW3, NKIND };
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double trace_ns(enum kind k, int chain, int reps) {
-    int64_t shape[2] = {2, 3}, big[2] = {64, 32}, g2[2] = {32, 32}, g1[1] = {32};
-    double t[16];
-    for (int r = 0; r < reps; r++) {
-        lt_tensor *a = lt_randn(LT_F32, 2, shape), *b = lt_randn(LT_F32, 2, shape);
-        lt_tensor *x = lt_randn(LT_F32, 2, big), *v = NULL, *g = NULL;
-        if (k == VIEW1) {
-            v = lt_slice(x, 0, 0, 32, 1);
-            g = lt_randn(LT_F32, 2, g2);
-        } else if (k == VIEW3) {
-            lt_tensor *s = lt_slice(x, 0, 0, 32, 1), *tt = lt_transpose(s, 0, 1);
-            v = lt_select(tt, 0, 3);
-            g = lt_randn(LT_F32, 1, g1);
-            lt_free(s), lt_free(tt);
-        }
-        lt_mark_step();
-        double t0 = cli_now();
-        for (int i = 0; i < chain; i++) {
-            switch (k) {
-            case LERP: lt_free(lt_lerp(a, b, 0.5)); break;
-            case LERP_: lt_lerp_(a, b, 0.1); break;
-            case ADD: lt_free(lt_add(a, b)); break;
-            case VIEW1: case VIEW3: lt_lerp_(v, g, 0.1); break;
-            case NKIND: break;
-            }
-        }
-        t[r] = (cli_now() - t0) * 1e9 / chain;
-        lt_mark_step(); /* untimed: runs the chain and resets the arena */
-        lt_free(a), lt_free(b), lt_free(x), lt_free(v), lt_free(g);
-    }
-    qsort(t, (size_t)reps, sizeof *t, cmp);
-    return t[reps / 2];
-}
-
 int cmd_bench(const cli_opts *o) {
-    static const char *names[NKIND] = {"lt_lerp (out-of-place)", "lt_lerp_ (plain, in place)",
-                                       "lt_add (out-of-place)", "lt_lerp_ through a slice", "lt_lerp_ view depth 3"};
     static const int chains[3] = {10, 1000, 100000};
     int reps = 5;
-    printf("trace cost, ns per op (median of %d), chain length in columns\n%-30s %10s %10s %10s\n", reps, "op", "10",
+    printf("trace cost, ns per op (median of %d), chain length in columns\n%-36s %10s %10s %10s\n", reps, "op", "10",
            "1000", "100000");
-    for (int k = 0; k < NKIND; k++) {
-        printf("%-30s", names[k]);
-        for (int c = 0; c < 3; c++) printf(" %10.1f", trace_ns((enum kind)k, chains[c], reps));
+    for (int k = 0; k < TRACE_NKIND; k++) {
+        printf("%-36s", trace_kind_names[k]);
+        for (int c = 0; c < 3; c++) printf(" %10.1f", trace_ns_per_op((enum trace_kind)k, chains[c], reps));
         printf("\n");
     }
     if (lt_error()) {
