@@ -35,6 +35,17 @@ typedef struct exec_graph {
 
 void exec_graph_free(exec_graph *g);
 
+/* torch.matmul's shape arithmetic, shared by every backend's kernel: 1-D
+ * operands gain a dim the output drops; batch dims broadcast (0 against 1
+ * gives 0). a is (..., n, k), b is (..., k, m); the batch index t walks
+ * bshape, and its matrices start at element offsets given by astr/bstr. */
+typedef struct matmul_geom {
+    int64_t n, k, m, nbatch;
+    int nb; /* batch dims of the output */
+    int64_t bshape[LT_MAX_DIMS], astr[LT_MAX_DIMS], bstr[LT_MAX_DIMS];
+} matmul_geom;
+void exec_matmul_geom(int na, const int64_t *ashape, int nb, const int64_t *bshape, matmul_geom *g);
+
 /* The backend vtable: `ref` runs node by node, `cpu` runs a fused plan. */
 typedef struct backend {
     const char *name;

@@ -54,22 +54,11 @@ void ref_cat(const gnode *y, const ref_arg *in, void *out) {
  * broadcast. Accumulates in double (floats) or int64. */
 void ref_matmul(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *a = &in[0], *b = &in[1];
-    int64_t n = a->ndim >= 2 ? a->shape[a->ndim - 2] : 1, k = a->shape[a->ndim - 1];
-    int64_t m = b->ndim >= 2 ? b->shape[b->ndim - 1] : 1;
-    int abat = a->ndim > 2 ? a->ndim - 2 : 0, bbat = b->ndim > 2 ? b->ndim - 2 : 0;
-    int nb = abat > bbat ? abat : bbat;
-    int64_t bshape[LT_MAX_DIMS], astr[LT_MAX_DIMS], bstr[LT_MAX_DIMS], nbatch = 1;
-    int64_t sa = n * k, sb = k * m;
-    for (int d = nb - 1; d >= 0; d--) {
-        int da = d - (nb - abat), db = d - (nb - bbat);
-        int64_t ea = da >= 0 ? a->shape[da] : 1, eb = db >= 0 ? b->shape[db] : 1;
-        bshape[d] = ea == 1 ? eb : ea; /* broadcasting 0 against 1 gives 0, not max(0, 1) */
-        astr[d] = ea == 1 ? 0 : sa;
-        bstr[d] = eb == 1 ? 0 : sb;
-        if (da >= 0) sa *= ea;
-        if (db >= 0) sb *= eb;
-        nbatch *= bshape[d];
-    }
+    matmul_geom g;
+    exec_matmul_geom(a->ndim, a->shape, b->ndim, b->shape, &g);
+    int64_t n = g.n, k = g.k, m = g.m, nbatch = g.nbatch;
+    int nb = g.nb;
+    const int64_t *bshape = g.bshape, *astr = g.astr, *bstr = g.bstr;
     int fl = dtype_is_float((lt_dtype)y->dtype);
     int64_t bidx[LT_MAX_DIMS] = {0};
     for (int64_t t = 0; t < nbatch; t++) {
