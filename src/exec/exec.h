@@ -45,6 +45,8 @@ typedef struct matmul_geom {
     int64_t bshape[LT_MAX_DIMS], astr[LT_MAX_DIMS], bstr[LT_MAX_DIMS];
 } matmul_geom;
 void exec_matmul_geom(int na, const int64_t *ashape, int nb, const int64_t *bshape, matmul_geom *g);
+/* Element offsets of batch t's matrices in a and b. */
+void exec_matmul_batch(const matmul_geom *g, int64_t t, int64_t *oa, int64_t *ob);
 
 /* The backend vtable: `ref` runs node by node, `cpu` runs a fused plan. */
 typedef struct backend {

@@ -20,3 +20,13 @@ void exec_matmul_geom(int na, const int64_t *as, int nbd, const int64_t *bs, mat
         g->nbatch *= g->bshape[d];
     }
 }
+
+void exec_matmul_batch(const matmul_geom *g, int64_t t, int64_t *oa, int64_t *ob) {
+    *oa = *ob = 0;
+    for (int d = g->nb - 1; d >= 0; d--) { /* t in mixed radix bshape, last dim fastest */
+        int64_t i = t % g->bshape[d];
+        t /= g->bshape[d];
+        *oa += i * g->astr[d];
+        *ob += i * g->bstr[d];
+    }
+}

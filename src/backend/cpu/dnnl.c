@@ -33,27 +33,17 @@ int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *
     matmul_geom g;
     exec_matmul_geom(a->ndim, a->shape, b->ndim, b->shape, &g);
     int64_t n = g.n, k = g.k, m = g.m, nbatch = g.nbatch;
-    int nb = g.nb;
-    const int64_t *bshape = g.bshape, *astr = g.astr, *bstr = g.bstr;
     if (y->numel == 0) return 0;
     if (k == 0) {
         memset(C, 0, (size_t)y->numel * 4);
         return 0;
     }
-    int64_t bidx[LT_MAX_DIMS] = {0};
     for (int64_t t = 0; t < nbatch; t++) {
-        int64_t oa = 0, ob = 0;
-        for (int d = 0; d < nb; d++) {
-            oa += bidx[d] * astr[d];
-            ob += bidx[d] * bstr[d];
-        }
+        int64_t oa, ob;
+        exec_matmul_batch(&g, t, &oa, &ob);
         if (dnnl_sgemm('N', 'N', n, m, k, 1.0f, (const float *)A + oa, k, (const float *)B + ob, m, 0.0f,
                        (float *)C + t * n * m, m) != dnnl_success)
             return -1; /* nothing was written that the reference kernel will not overwrite */
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++bidx[d] < bshape[d]) break;
-            bidx[d] = 0;
-        }
     }
     return 0;
 }

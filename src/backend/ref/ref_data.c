@@ -57,16 +57,10 @@ void ref_matmul(const gnode *y, const ref_arg *in, void *out) {
     matmul_geom g;
     exec_matmul_geom(a->ndim, a->shape, b->ndim, b->shape, &g);
     int64_t n = g.n, k = g.k, m = g.m, nbatch = g.nbatch;
-    int nb = g.nb;
-    const int64_t *bshape = g.bshape, *astr = g.astr, *bstr = g.bstr;
     int fl = dtype_is_float((lt_dtype)y->dtype);
-    int64_t bidx[LT_MAX_DIMS] = {0};
     for (int64_t t = 0; t < nbatch; t++) {
-        int64_t oa = 0, ob = 0;
-        for (int d = 0; d < nb; d++) {
-            oa += bidx[d] * astr[d];
-            ob += bidx[d] * bstr[d];
-        }
+        int64_t oa, ob;
+        exec_matmul_batch(&g, t, &oa, &ob);
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < m; j++) {
                 double fs = 0;
@@ -80,9 +74,5 @@ void ref_matmul(const gnode *y, const ref_arg *in, void *out) {
                 if (fl) st_f(out, (lt_dtype)y->dtype, o, fs);
                 else st_i(out, (lt_dtype)y->dtype, o, is);
             }
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++bidx[d] < bshape[d]) break;
-            bidx[d] = 0;
-        }
     }
 }
