@@ -14,6 +14,7 @@ typedef struct gnode {
     uint8_t nia;
     uint8_t nsc;
     int32_t param;               /* DATA: parameter slot; else -1 */
+    int32_t seq;                 /* creation order relative to the roots' first node; DATA: INT32_MIN */
     int32_t sc_slot[IR_MAX_SCALARS]; /* runtime scalar slot, -1 if baked */
     double sc[IR_MAX_SCALARS];   /* baked value (or trace-time value of a runtime one) */
     int64_t numel;

@@ -1,6 +1,7 @@
 /* Graph passes: peepholes and CSE in one forward sweep (operands are
  * remapped before a node is looked at, so a rewrite exposes the next one),
- * then DCE from the roots, then a compacting copy. */
+ * then DCE from the roots, then a compacting copy in program order
+ * (schedule.c). */
 #include "passes.h"
 
 static int same_i64(const int64_t *a, const int64_t *b, int n) { return !n || !memcmp(a, b, (size_t)n * 8); }
@@ -75,8 +76,10 @@ exec_graph *exec_optimize(const exec_graph *g) {
     while (hcap < (size_t)n * 2 || hcap < (size_t)g->nroots) hcap *= 2; /* reused for the roots */
     int32_t *table = core_malloc(hcap * sizeof *table);
     uint8_t *live = core_calloc((size_t)(n ? n : 1), 1);
+    int32_t *seq = core_malloc((size_t)(n ? n : 1) * sizeof *seq), *order = core_malloc((size_t)(n ? n : 1) * 4);
     exec_graph *o = NULL;
-    if (!repl || !remap_pool || !table || !live) goto done;
+    if (!repl || !remap_pool || !table || !live || !seq || !order) goto done;
+    for (int32_t k = 0; k < n; k++) seq[k] = g->nodes[k].seq;
     memset(table, 0xff, hcap * sizeof *table);
     /* Two roots are never merged: each keeps its own output buffer. Merged,
      * two storages would share one buffer after the sync, and the next step,
@@ -106,6 +109,7 @@ exec_graph *exec_optimize(const exec_graph *g) {
                 const gnode *z = &g->nodes[table[at]];
                 if (!(live[k] && live[table[at]]) && node_equal(y, z, in, remap_pool + (z->in - g->in_pool))) {
                     r = table[at];
+                    if (seq[k] < seq[r]) seq[r] = seq[k]; /* runs when the first of them was issued */
                     break;
                 }
                 at = (at + 1) & (hcap - 1);
@@ -143,14 +147,20 @@ exec_graph *exec_optimize(const exec_graph *g) {
     o->nroots = g->nroots;
     o->nparams = g->nparams;
     o->nscalars = g->nscalars;
-    /* repl now maps old index -> new index for live nodes. */
+    /* repl now maps old index -> new index for live nodes, numbered in program order. */
+    if (exec_program_order(g, remap_pool, live, seq, order) != nlive) {
+        exec_graph_free(o);
+        o = NULL;
+        goto done;
+    }
     size_t pin = 0, pia = 0;
-    for (int32_t k = 0; k < n; k++) {
-        if (!live[k]) continue;
+    for (int j = 0; j < nlive; j++) {
+        int32_t k = order[j];
         const gnode *y = &g->nodes[k];
         const int32_t *in = remap_pool + (y->in - g->in_pool);
         gnode *z = &o->nodes[o->n];
         *z = *y;
+        z->seq = seq[k];
         z->in = o->in_pool + pin;
         for (int i = 0; i < y->nin; i++) z->in[i] = repl[in[i]];
         z->ia = o->ia_pool + pia;
@@ -165,5 +175,7 @@ done:
     core_free(remap_pool);
     core_free(table);
     core_free(live);
+    core_free(seq);
+    core_free(order);
     return o;
 }

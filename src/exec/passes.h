@@ -12,4 +12,10 @@
  * exec_graph_free. */
 exec_graph *exec_optimize(const exec_graph *g);
 
+/* The live nodes in program order (schedule.c): topological, following
+ * seq[] (creation order). in_pool parallels g->in_pool (operands as
+ * rewritten by the passes). Fills order[]; returns how many, -1 on OOM. */
+int exec_program_order(const exec_graph *g, const int32_t *in_pool, const uint8_t *live, const int32_t *seq,
+                       int32_t *order);
+
 #endif

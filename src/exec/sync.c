@@ -166,6 +166,8 @@ static exec_graph *build_graph(size_t n, ir_node *const *roots, int nroots, int 
             y->sc_slot[i] = (i < x->nsc && ((x->rt >> i) & 1)) ? sc_slot++ : -1;
         }
         y->param = x->op == LT_OP_DATA ? x->buf->slot : -1;
+        /* Age in nodes (negative): right while a pending node is < 2^31 nodes old. */
+        y->seq = x->op == LT_OP_DATA ? INT32_MIN : (int32_t)(x->seq - g_ir_seq);
     }
     for (int r = 0; r < nroots; r++) g->roots[r] = roots[r]->idx;
     return g;

@@ -51,6 +51,7 @@ typedef struct ir_node {
     uint8_t rt;
     uint32_t mark; /* sync epoch of the last visit */
     int32_t idx;   /* post-order index in that sync */
+    uint32_t seq;  /* creation order (wraps): the cpu backend runs kernels in program order */
     int64_t numel;
     double sc[IR_MAX_SCALARS];
     lt_buffer *buf; /* DATA only: borrowed from the storage that owns the leaf */
@@ -58,6 +59,9 @@ typedef struct ir_node {
     int64_t *ia;
     struct ir_node *in[];
 } ir_node;
+
+/* The seq the next node gets. */
+extern uint32_t g_ir_seq;
 
 /* Creates a node; returns NULL (error set) only if the arena cannot grow. */
 ir_node *ir_new(int op, lt_dtype dtype, int ndim, const int64_t *shape, int nin, ir_node *const *in,

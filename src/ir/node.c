@@ -11,6 +11,8 @@ const op_info g_ops[LT_OP_COUNT] = {
 
 _Static_assert(sizeof(ir_node) % 8 == 0, "node alignment");
 
+uint32_t g_ir_seq;
+
 ir_node *ir_new(int op, lt_dtype dtype, int ndim, const int64_t *shape, int nin, ir_node *const *in,
                 int nia, const int64_t *ia, int nsc, const double *sc) {
     size_t sz = sizeof(ir_node) + (size_t)nin * sizeof(ir_node *) + (size_t)(ndim + nia) * 8;
@@ -25,6 +27,7 @@ ir_node *ir_new(int op, lt_dtype dtype, int ndim, const int64_t *shape, int nin,
     n->nsc = (uint8_t)nsc;
     n->rt = 0;
     n->mark = 0;
+    n->seq = g_ir_seq++;
     n->buf = NULL;
     n->shape = (int64_t *)(n->in + nin);
     n->ia = n->shape + ndim;

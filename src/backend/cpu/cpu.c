@@ -24,7 +24,7 @@ typedef struct cpu_exe {
     char *scratch; /* tile registers, per thread */
     size_t scratch_stride;
     int maxread, maxwrite, maxins;
-    size_t io_bytes; /* outputs and inputs, for PeakBytes */
+    size_t scratch_bytes; /* tile registers and library scratch, for PeakBytes */
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
 } cpu_exe;
@@ -84,6 +84,7 @@ static int lib_compile(cpu_exe *e) {
         e->lib[j] = cpu_dnnl_new(e->g, &e->g->nodes[e->k[j].node]);
         if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
     }
+    e->scratch_bytes += sb;
     return sb && !(e->lib_scratch = core_aligned_alloc(sb)) ? -1 : 0;
 }
 
@@ -107,12 +108,11 @@ static void *cpu_compile(const exec_graph *g0) {
         }
     }
     e->scratch_stride = (sb + 63) & ~(size_t)63;
-    if (sb && !(e->scratch = core_aligned_alloc(e->scratch_stride * (size_t)nthreads()))) {
+    e->scratch_bytes = e->scratch_stride * (size_t)nthreads();
+    if (sb && !(e->scratch = core_aligned_alloc(e->scratch_bytes))) {
         cpu_free(e);
         return NULL;
     }
-    for (int s = 0; s < e->pl.nslots; s++)
-        if (e->pl.slots[s].kind != SLOT_TEMP) e->io_bytes += e->pl.slots[s].nbytes;
     if (lib_compile(e)) {
         cpu_free(e);
         return NULL;
@@ -278,6 +278,13 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
             }
         }
     }
+    /* The step's footprint: its inputs, its new outputs, the arena and the
+     * scratch (buffers outside the graph count through their own gauge). */
+    size_t step_bytes = pl->arena_bytes + e->scratch_bytes;
+    for (int i = 0; i < g->nparams; i++) step_bytes += inputs[i]->nbytes;
+    for (int s = 0; s < pl->nslots; s++)
+        if (sb[s] && !donated[s]) step_bytes += pl->slots[s].nbytes;
+    prof_gauge_max(M_PeakBytes, (double)step_bytes);
     for (int j = 0; j < e->nk; j++) {
         uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: named by the kernel's output op */
         run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
@@ -296,9 +303,6 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         buffer_retain(outputs[r]);
     }
     prof_add(M_InputOutputAliasCount, aliases);
-    size_t in_bytes = 0;
-    for (int i = 0; i < g->nparams; i++) in_bytes += inputs[i]->nbytes;
-    prof_gauge_max(M_PeakBytes, (double)(pl->arena_bytes + e->io_bytes + in_bytes));
     rc = 0;
 done:
     if (sb)
