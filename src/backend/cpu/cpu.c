@@ -214,6 +214,19 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         if (cpu_reduce_run(y, &g->nodes[y->in[0]], rp[0], wp[0]) == 0) break;
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
+    case K_BN_BWD: { /* one pass if both nodes got the same eps, as autograd gives them */
+        double sc[IR_MAX_SCALARS], scp[IR_MAX_SCALARS];
+        const gnode *p = &g->nodes[kn->write[1]];
+        resolve_scalars(y, scalars, sc);
+        resolve_scalars(p, scalars, scp);
+        if (sc[0] == scp[0]) {
+            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], wp[1]);
+        } else {
+            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], NULL);
+            cpu_bn_bwd_pair(g, p, rp, scp[0], NULL, wp[1]);
+        }
+        break;
+    }
     case K_REF: {
         const cpu_dnnl *lib = e->lib[kn - e->k];
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
@@ -285,11 +298,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     for (int s = 0; s < pl->nslots; s++)
         if (sb[s] && !donated[s]) step_bytes += pl->slots[s].nbytes;
     prof_gauge_max(M_PeakBytes, (double)step_bytes);
-    for (int j = 0; j < e->nk; j++) {
-        uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: named by the kernel's output op */
-        run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
-        prof_kernel_end(g_ops[g->nodes[e->k[j].node].op].name, kt0);
-    }
+    for (int j = 0; j < e->nk; j++) run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
     if (debug_guards)
         for (int s = 0; s < pl->nslots; s++) {
             const slot *sl = &pl->slots[s];

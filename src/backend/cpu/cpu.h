@@ -66,7 +66,10 @@ int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out);
 int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 
 /* ---- kernels and fusion (fuse.c) ---- */
-enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE };
+/* K_BN_BWD: a batch-statistics BN_BWD_INPUT (node) and the BN_BWD_PARAMS
+ * of the same g, x and statistics in one kernel: both need the same
+ * per-channel sums, read off g and x once (write[0] dx, write[1] sums). */
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD };
 
 typedef struct kernel {
     uint8_t kind;
@@ -125,6 +128,8 @@ void cpu_dnnl_free(cpu_dnnl *d);
  * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* K_BN_BWD (float32 only): y the BN_BWD_INPUT node; dx and the (2, C) sums. */
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums);
 
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */

@@ -275,6 +275,68 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
     return 0;
 }
 
+/* Do BN_BWD_INPUT a (batch statistics) and BN_BWD_PARAMS p sum the same
+ * g, x and statistics, in float32? (Their eps, a runtime scalar, is
+ * compared when they run.) */
+static int bn_sums_alike(const exec_graph *g, const gnode *a, const gnode *p) {
+    if (a->op != LT_OP_BN_BWD_INPUT || p->op != LT_OP_BN_BWD_PARAMS || !a->ia[0] || !p->ia[0]) return 0;
+    for (int i = 0; i < 3; i++)
+        if (a->in[i] != p->in[i]) return 0;
+    for (int i = 0; i < a->nin; i++)
+        if (g->nodes[a->in[i]].dtype != LT_F32) return 0;
+    return a->dtype == LT_F32;
+}
+
+static void kernel_clear(kernel *k) {
+    core_free(k->read);
+    core_free(k->write);
+    core_free(k->inplace_ok);
+    memset(k, 0, sizeof *k);
+}
+
+/* Pairs every BN_BWD_INPUT kernel with its BN_BWD_PARAMS twin into one
+ * K_BN_BWD at the earlier of the two places (every operand is ready there)
+ * and drops the later one. */
+static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
+    int32_t *made_by = core_malloc((size_t)(g->n ? g->n : 1) * 4);
+    if (!made_by) return -1;
+    for (int32_t v = 0; v < g->n; v++) made_by[v] = -1;
+    for (int j = 0; j < *nk; j++)
+        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
+    int rc = 0;
+    for (int j = 0; j < *nk && rc == 0; j++) {
+        const gnode *a = &g->nodes[ks[j].node];
+        if (ks[j].kind != K_REF || a->op != LT_OP_BN_BWD_INPUT) continue;
+        for (int q = 0; q < *nk; q++) {
+            if (ks[q].kind != K_REF || !bn_sums_alike(g, a, &g->nodes[ks[q].node])) continue;
+            int first = j < q ? j : q, ready = 1;
+            for (int i = 0; i < a->nin; i++) ready &= made_by[a->in[i]] < first;
+            if (!ready) continue;
+            int32_t w[2] = {ks[j].node, ks[q].node}, *writes = dup_ints(w, 2);
+            if (!writes) {
+                rc = -1;
+                break;
+            }
+            int32_t node = ks[j].node, *reads = ks[j].read, nread = ks[j].nread;
+            uint8_t *inplace = ks[j].inplace_ok; /* all 0: dx is not written over g or x */
+            ks[j].read = NULL, ks[j].inplace_ok = NULL;
+            kernel_clear(&ks[j]);
+            kernel_clear(&ks[q]);
+            ks[j + q - first].node = -1; /* a hole, squeezed out below */
+            ks[first] = (kernel){.kind = K_BN_BWD, .node = node, .nread = nread, .read = reads, .nwrite = 2,
+                                 .write = writes, .inplace_ok = inplace};
+            made_by[w[0]] = made_by[w[1]] = first;
+            break;
+        }
+    }
+    int n = 0;
+    for (int j = 0; j < *nk; j++)
+        if (ks[j].node >= 0) ks[n++] = ks[j];
+    *nk = n;
+    core_free(made_by);
+    return rc;
+}
+
 void cpu_kernels_free(kernel *k, int nk) {
     if (!k) return;
     for (int i = 0; i < nk; i++) {
@@ -345,6 +407,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
+    if (pair_bn_bwd(g, ks, &nkern)) goto done;
     rc = 0;
 done:
     if (rc) {

@@ -102,8 +102,8 @@ static bn_geom bn_geom_of(const gnode *x) {
     return b;
 }
 
-/* Per channel c: s[0] = sum(a), s[1] = sum((a - m) * (b - m2)) with b NULL
- * meaning b = a (variance) — the shapes of every BN reduction. */
+/* Per channel c: s[0] = sum(a - m), s[1] = sum((a - m) * (b - m2)) with b
+ * NULL meaning b = a (variance): the shapes of every BN reduction. */
 static void chan_sums(bn_geom b, int64_t c, const float *a, const float *bb, float m, float m2, double *s) {
     double s0 = 0, s1 = 0;
     for (int64_t n = 0; n < b.N; n++) {
@@ -112,7 +112,7 @@ static void chan_sums(bn_geom b, int64_t c, const float *a, const float *bb, flo
         /* simd reduction: lets the compiler reorder the float sums (vectorize) without -ffast-math */
 #pragma omp simd reduction(+ : r0, r1)
         for (int64_t k = 0; k < b.inner; k++) {
-            r0 += ap[k];
+            r0 += ap[k] - m;
             r1 += (ap[k] - m) * (bp[k] - m2);
         }
         s0 += r0;
@@ -134,20 +134,21 @@ static bn_stats stats_at(void *const *in, int first, int batch, int64_t C) {
     return (bn_stats){s, in[first + 1], first + 2};
 }
 
-/* BN_STATS: (2, C) [mean; biased var], two passes. No data: NaN, as 0/0. */
+/* BN_STATS: (2, C) [mean; biased var] in one pass over x, with the sums
+ * shifted by the channel's first value K: var = mean((x-K)^2) - mean(x-K)^2
+ * loses nothing to cancellation while K is within a few deviations of the
+ * mean, as any sample of the data is. No data: NaN, as 0/0. */
 static void bn_stats_run(const gnode *x, const float *xs, float *out) {
     bn_geom b = bn_geom_of(x);
     double cnt = (double)(b.N * b.inner);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
+        float k = cnt > 0 ? xs[c * b.inner] : 0;
         double s[2];
-        chan_sums(b, c, xs, NULL, 0, 0, s);
-        float m = (float)(s[0] / cnt);
-        chan_sums(b, c, xs, NULL, m, m, s);
-        /* the exact mean's correction: sum(x - m)^2 = s1 - (sum(x) - n m)^2 / n */
-        double d = s[0] - cnt * (double)m;
-        out[c] = m;
-        out[b.C + c] = (float)((s[1] - d * d / cnt) / cnt);
+        chan_sums(b, c, xs, NULL, k, k, s);
+        double d = s[0]; /* sum(x - K) */
+        out[c] = (float)((double)k + d / cnt);
+        out[b.C + c] = (float)(s[1] / cnt - (d / cnt) * (d / cnt));
     }
 }
 
@@ -169,28 +170,29 @@ static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double
 
 /* BN_BWD_INPUT (g, x, stats | rmean, rvar, [w]) -> dx; ia [batch, has_w].
  * BN_BWD_PARAMS (g, x, stats | rmean, rvar) -> (2, C) [sum(g xhat); sum(g)].
- * batch: dx = w is (g - mean(g) - xhat mean(g xhat)); else dx = w is g. */
-static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, float *out) {
+ * batch: dx = w is (g - mean(g) - xhat mean(g xhat)); else dx = w is g.
+ * y is either node; dx and sums are the outputs wanted (one may be NULL). */
+static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, float *dx, float *sums) {
     bn_geom b = bn_geom_of(x);
-    int batch = (int)y->ia[0], params = y->op == LT_OP_BN_BWD_PARAMS;
+    int batch = (int)y->ia[0];
     bn_stats st = stats_at(in, 2, batch, b.C);
-    const float *g = in[0], *xs = in[1], *w = !params && y->ia[1] ? in[st.next] : NULL;
+    const float *g = in[0], *xs = in[1], *w = dx && y->ia[1] ? in[st.next] : NULL;
     double cnt = (double)(b.N * b.inner);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
         double is = 1.0 / sqrt((double)st.v[c] + eps), s[2] = {0, 0};
         float m = st.m[c];
-        if (batch || params) chan_sums(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
-        if (params) {
-            out[c] = (float)(s[1] * is);
-            out[b.C + c] = (float)s[0];
-            continue;
+        if (batch || sums) chan_sums(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
+        if (sums) {
+            sums[c] = (float)(s[1] * is);
+            sums[b.C + c] = (float)s[0];
         }
+        if (!dx) continue;
         float k = (float)((w ? w[c] : 1.0) * is);
         float mg = (float)(s[0] / cnt), cx = (float)(s[1] * is * is / cnt); /* mean(g), mean(g xhat) * is */
         for (int64_t n = 0; n < b.N; n++) {
             const float *gp = g + (n * b.C + c) * b.inner, *xp = xs + (n * b.C + c) * b.inner;
-            float *dp = out + (n * b.C + c) * b.inner;
+            float *dp = dx + (n * b.C + c) * b.inner;
             if (batch)
                 for (int64_t i = 0; i < b.inner; i++) dp[i] = k * (gp[i] - mg - (xp[i] - m) * cx);
             else
@@ -211,8 +213,12 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out); return 0;
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], out); return 0;
-    case LT_OP_BN_BWD_INPUT:
-    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out); return 0;
+    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL); return 0;
+    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out); return 0;
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
+}
+
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums) {
+    bn_bwd_run(y, &g->nodes[y->in[1]], in, eps, dx, sums);
 }
