@@ -467,8 +467,8 @@ typedef struct nctx {
     int op;
     lt_tensor *x, *w, *b, *g, *rm, *rv;
     int64_t st[2], pad[2], dil[2], k[2], groups, xs[4], ws[4];
-    int training;
-    double eps2; /* BN_PAIR: the weight gradient's eps */
+    int training, temps; /* temps: batch norm reads computed x and g */
+    double eps2;         /* BN_PAIR: the weight gradient's eps */
 } nctx;
 
 /* Not an op: dx and the weight/bias gradients of one batch norm in one
@@ -503,13 +503,17 @@ static lt_tensor *make_nn(void *p) {
     case LT_OP_BN_BWD_PARAMS: {
         lt_tensor *stats = NULL, *r = NULL;
         lt_tensor *rm = c->training ? NULL : c->rm, *rv = c->training ? NULL : c->rv; /* training: no in-place update */
-        lt_tensor *y = nn_batch_norm(c->x, c->w, c->b, rm, rv, c->training, 0.1, 1e-5, &stats);
+        /* x and g computed in the graph, so that they die at the op, which
+         * may then write over them */
+        lt_tensor *x = c->temps ? lt_add_scalar(c->x, 0.25) : c->x, *g = c->temps ? lt_add_scalar(c->g, 0.5) : c->g;
+        lt_tensor *y = nn_batch_norm(x, c->w, c->b, rm, rv, c->training, 0.1, 1e-5, &stats);
         if (c->op == LT_OP_BN_STATS) r = stats, stats = NULL;
         else if (c->op == LT_OP_BN_APPLY) r = y, y = NULL;
-        else if (c->op == LT_OP_BN_BWD_INPUT) r = nn_batch_norm_backward_input(c->g, c->x, c->w, stats, rm, rv, 1e-5);
-        else r = nn_batch_norm_backward_params(c->g, c->x, stats, rm, rv, 1e-5);
+        else if (c->op == LT_OP_BN_BWD_INPUT) r = nn_batch_norm_backward_input(g, x, c->w, stats, rm, rv, 1e-5);
+        else r = nn_batch_norm_backward_params(g, x, stats, rm, rv, 1e-5);
         lt_free(y);
         lt_free(stats);
+        if (c->temps) lt_free(x), lt_free(g);
         return r;
     }
     default: return NULL;
@@ -599,6 +603,7 @@ static void bn_case(int trial) {
     if (trial % 5 == 0) xs[1] = 16, xs[2] = 12; /* a larger channel run */
     int64_t cs[1] = {xs[1]};
     c.training = trial % 3 != 2;
+    c.temps = trial % 2;
     c.x = rand_tensor(LT_F32, nd, xs, 0);
     if (trial % 4 == 3) { /* far from zero: the statistics' cancellation */
         lt_tensor *s = lt_add_scalar(c.x, 100.0);

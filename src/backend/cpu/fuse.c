@@ -272,6 +272,11 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
     if (!kn->read || !kn->write || !kn->inplace_ok) return -1;
     /* A scatter whose base dies may write its window into the base. */
     if (kn->kind == K_SCATTER) kn->inplace_ok[0] = 1;
+    /* Batch norm's outputs depend on inputs at the same index only (after
+     * the channel's sums, read first): one may take the place of a dying x
+     * (BN_APPLY: the eval forward's conv output) or g, x (BN_BWD_INPUT). */
+    if (y->op == LT_OP_BN_APPLY) kn->inplace_ok[0] = 1;
+    if (y->op == LT_OP_BN_BWD_INPUT) kn->inplace_ok[0] = kn->inplace_ok[1] = 1;
     return 0;
 }
 
@@ -318,7 +323,10 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
                 break;
             }
             int32_t node = ks[j].node, *reads = ks[j].read, nread = ks[j].nread;
-            uint8_t *inplace = ks[j].inplace_ok; /* all 0: dx is not written over g or x */
+            uint8_t *inplace = ks[j].inplace_ok;
+            /* The plan may put any output over a dying input of its size:
+             * the sums (2, C), written as channels finish, must not be. */
+            memset(inplace, 0, (size_t)nread);
             ks[j].read = NULL, ks[j].inplace_ok = NULL;
             kernel_clear(&ks[j]);
             kernel_clear(&ks[q]);
