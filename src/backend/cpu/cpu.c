@@ -60,11 +60,16 @@ static int cpu_supports(int op) {
     return 1; /* every op runs: fast kernel or the reference fallback */
 }
 
+static void lib_free(cpu_exe *e) {
+    for (int j = 0; e->lib && j < e->nk; j++) cpu_dnnl_free(e->lib[j]);
+    core_free(e->lib);
+    e->lib = NULL;
+}
+
 static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
-    for (int j = 0; e->lib && j < e->nk; j++) cpu_dnnl_free(e->lib[j]);
-    core_free(e->lib);
+    lib_free(e);
     core_free(e->lib_scratch);
     cpu_kernels_free(e->k, e->nk);
     cpu_plan_free(&e->pl);
@@ -75,17 +80,39 @@ static void cpu_free(void *p) {
 }
 
 /* Library primitives for the kernels that would otherwise run the
- * reference kernel; one scratch (the largest need) serves them all. */
-static int lib_compile(cpu_exe *e) {
+ * reference kernel; one scratch (the largest need) serves them all. blk:
+ * the layouts (layout.c). 1: a conv with a blocked operand was declined
+ * (the reference kernel reads plain NCHW only): lay out again, plain. */
+static int lib_compile(cpu_exe *e, const uint8_t *blk) {
     size_t sb = 0;
     if (!(e->lib = core_calloc((size_t)(e->nk ? e->nk : 1), sizeof *e->lib))) return -1;
     for (int j = 0; j < e->nk; j++) {
         if (e->k[j].kind != K_REF) continue;
-        e->lib[j] = cpu_dnnl_new(e->g, &e->g->nodes[e->k[j].node]);
+        const gnode *y = &e->g->nodes[e->k[j].node];
+        e->lib[j] = cpu_dnnl_new(e->g, y, blk);
+        if (!e->lib[j] && cpu_dnnl_covers(e->g, y)) {
+            int any = blk[e->k[j].node];
+            for (int i = 0; i < y->nin; i++) any |= blk[y->in[i]];
+            if (any) return 1;
+        }
         if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
     }
     e->scratch_bytes += sb;
     return sb && !(e->lib_scratch = core_aligned_alloc(sb)) ? -1 : 0;
+}
+
+/* Layouts, then the library primitives that depend on them. */
+static int lay_out(cpu_exe *e) {
+    uint8_t *blk = core_calloc((size_t)(e->g->n ? e->g->n : 1), 1);
+    int rc = blk && cpu_layouts(e->g, e->k, e->nk, blk) == 0 ? lib_compile(e, blk) : -1;
+    if (rc == 1) { /* rare: oneDNN declined a geometry it was expected to take */
+        lib_free(e);
+        memset(blk, 0, (size_t)e->g->n);
+        for (int j = 0; j < e->nk; j++) e->k[j].blocked = 0;
+        rc = lib_compile(e, blk);
+    }
+    core_free(blk);
+    return rc;
 }
 
 static void *cpu_compile(const exec_graph *g0) {
@@ -113,7 +140,7 @@ static void *cpu_compile(const exec_graph *g0) {
         cpu_free(e);
         return NULL;
     }
-    if (lib_compile(e)) {
+    if (lay_out(e)) {
         cpu_free(e);
         return NULL;
     }
@@ -220,10 +247,10 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         resolve_scalars(y, scalars, sc);
         resolve_scalars(p, scalars, scp);
         if (sc[0] == scp[0]) {
-            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], wp[1]);
+            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], wp[1], kn->blocked);
         } else {
-            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], NULL);
-            cpu_bn_bwd_pair(g, p, rp, scp[0], NULL, wp[1]);
+            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], NULL, kn->blocked);
+            cpu_bn_bwd_pair(g, p, rp, scp[0], NULL, wp[1], kn->blocked);
         }
         break;
     }
@@ -232,7 +259,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
-        if (cpu_nn_run(g, y, rp, sc, wp[0]) == 0) break;
+        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked) == 0) break;
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
     }

@@ -85,11 +85,17 @@ typedef struct kernel {
     int nwrite;
     int32_t *write; /* values written (K_FUSED: the stores, in order) */
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
+    uint8_t blocked; /* batch norm: its activations are channel-blocked (layout.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
 int cpu_fuse(const exec_graph *g, kernel **out, int *nk);
 void cpu_kernels_free(kernel *k, int nk);
+
+/* ---- layouts (layout.c) ---- */
+/* blk[v] = 1 where value v is kept channel-blocked (nChw16c) rather than
+ * plain NCHW; sets kernel.blocked. -1 on OOM. */
+int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk);
 
 /* ---- memory plan (plan.c) ---- */
 enum slot_kind { SLOT_TEMP, SLOT_OUT, SLOT_PARAM };
@@ -123,7 +129,11 @@ int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *
  * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
  * and uses cpu_dnnl_scratch(d) bytes of scratch for blocked copies. */
 typedef struct cpu_dnnl cpu_dnnl;
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y);
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk);
+/* Will cpu_dnnl_new make a conv primitive for y (oneDNN present, float32)?
+ * blk[v]: value v is channel-blocked (layout.c); the conv then reads or
+ * writes it as nChw16c. */
+int cpu_dnnl_covers(const exec_graph *g, const gnode *y);
 size_t cpu_dnnl_scratch(const cpu_dnnl *d);
 int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch);
 void cpu_dnnl_free(cpu_dnnl *d);
@@ -131,9 +141,22 @@ void cpu_dnnl_free(cpu_dnnl *d);
 /* ---- fast C kernels for NN ops oneDNN does not cover as our nodes split
  * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
-int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked);
 /* K_BN_BWD (float32 only): y the BN_BWD_INPUT node; dx and the (2, C) sums. */
-void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums);
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
+                     int blocked);
+
+/* Batch norm on channel-blocked x (bn_blocked.c): x is (N, C, inner), C a
+ * multiple of 16. m, v: the statistics (mean, variance); w, bias may be
+ * NULL; dx or sums may be NULL (not wanted). */
+typedef struct bn_geom {
+    int64_t N, C, inner;
+} bn_geom;
+void bn_blk_stats(bn_geom b, const float *x, float *out);
+void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
+                  double eps, float *out);
+void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
+                double eps, float *dx, float *sums);
 
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */

@@ -124,16 +124,19 @@ static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_format_tag_t tag)
 
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
- * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW). */
-static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
+ * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
+ * The image-side value (x, or dx) and the output-side one (y, or g) are
+ * plain NCHW or, where blk says so, nChw16c (layout.c). */
+static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint8_t *blk) {
     const gnode *a0 = &g->nodes[y->in[0]], *a1 = &g->nodes[y->in[1]];
     const int64_t *xs = a0->shape, *ws = a1->shape, *os = y->shape, *ia = y->ia;
-    if (y->op == LT_OP_CONV2D_BWD_INPUT) xs = y->shape, os = a0->shape;
-    if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape;
+    int32_t self = (int32_t)(y - g->nodes), xv = y->in[0], ov = self;
+    if (y->op == LT_OP_CONV2D_BWD_INPUT) xs = y->shape, os = a0->shape, xv = self, ov = y->in[0];
+    if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape, xv = y->in[1], ov = y->in[0];
     int64_t G = ia[6];
     dnnl_memory_desc_t xu, wu, ou, bu, xa, wa, oa;
-    md4(&xu, xs, dnnl_nchw);
-    md4(&ou, os, dnnl_nchw);
+    md4(&xu, xs, blk[xv] ? dnnl_aBcd16b : dnnl_nchw);
+    md4(&ou, os, blk[ov] ? dnnl_aBcd16b : dnnl_nchw);
     md4(&xa, xs, dnnl_format_tag_any);
     md4(&oa, os, dnnl_format_tag_any);
     if (G > 1) {
@@ -214,12 +217,22 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     return finish(d, pd, 2, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC}, (int[]){0, -1}, u);
 }
 
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y) {
-    if (y->dtype != LT_F32 || y->numel == 0) return NULL;
+static int all_f32(const exec_graph *g, const gnode *y) {
+    if (y->dtype != LT_F32 || y->numel == 0) return 0;
     for (int i = 0; i < y->nin; i++) {
         const gnode *x = &g->nodes[y->in[i]];
-        if (x->dtype != LT_F32 || x->numel == 0) return NULL;
+        if (x->dtype != LT_F32 || x->numel == 0) return 0;
     }
+    return 1;
+}
+
+int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
+    int conv = y->op == LT_OP_CONV2D || y->op == LT_OP_CONV2D_BWD_INPUT || y->op == LT_OP_CONV2D_BWD_WEIGHT;
+    return conv && all_f32(g, y) && dnnl_ready();
+}
+
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
+    if (!all_f32(g, y)) return NULL;
     int kind;
     switch (y->op) {
     case LT_OP_CONV2D:
@@ -243,7 +256,7 @@ cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y) {
         d->M = y->numel / d->O;
         d->bias = y->nin == 3;
     } else if (y->op == LT_OP_CONV2D || y->op == LT_OP_CONV2D_BWD_INPUT || y->op == LT_OP_CONV2D_BWD_WEIGHT) {
-        rc = conv_new(d, g, y);
+        rc = conv_new(d, g, y, blk);
     } else {
         rc = pool_new(d, g, y);
     }
@@ -300,9 +313,13 @@ int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *
     (void)y, (void)a, (void)b, (void)A, (void)B, (void)C;
     return -1;
 }
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y) {
-    (void)g, (void)y;
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
+    (void)g, (void)y, (void)blk;
     return NULL;
+}
+int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
+    (void)g, (void)y;
+    return 0;
 }
 size_t cpu_dnnl_scratch(const cpu_dnnl *d) {
     (void)d;

@@ -92,10 +92,6 @@ static void adaptive_avg(const gnode *y, const int64_t *xs, const int64_t *os, c
 /* ---- batch norm: x (N, C, *), channel c of sample n is the run of `inner`
  * floats at (n * C + c) * inner ---- */
 
-typedef struct bn_geom {
-    int64_t N, C, inner;
-} bn_geom;
-
 static bn_geom bn_geom_of(const gnode *x) {
     bn_geom b = {x->shape[0], x->shape[1], 1};
     for (int d = 2; d < x->ndim; d++) b.inner *= x->shape[d];
@@ -138,8 +134,12 @@ static bn_stats stats_at(void *const *in, int first, int batch, int64_t C) {
  * shifted by the channel's first value K: var = mean((x-K)^2) - mean(x-K)^2
  * loses nothing to cancellation while K is within a few deviations of the
  * mean, as any sample of the data is. No data: NaN, as 0/0. */
-static void bn_stats_run(const gnode *x, const float *xs, float *out) {
+static void bn_stats_run(const gnode *x, const float *xs, float *out, int blocked) {
     bn_geom b = bn_geom_of(x);
+    if (blocked) {
+        bn_blk_stats(b, xs, out);
+        return;
+    }
     double cnt = (double)(b.N * b.inner);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
@@ -153,10 +153,14 @@ static void bn_stats_run(const gnode *x, const float *xs, float *out) {
 }
 
 /* BN_APPLY (x, stats | rmean, rvar, [w], [b]); ia [batch, has_w, has_b]; sc [eps]. */
-static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, float *out) {
+static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, float *out, int blocked) {
     bn_geom b = bn_geom_of(x);
     bn_stats st = stats_at(in, 1, (int)y->ia[0], b.C);
     const float *xs = in[0], *w = y->ia[1] ? in[st.next] : NULL, *bias = y->ia[2] ? in[st.next + (w != NULL)] : NULL;
+    if (blocked) {
+        bn_blk_apply(b, xs, st.m, st.v, w, bias, eps, out);
+        return;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < b.N * b.C; nc++) {
         int64_t c = nc % b.C;
@@ -172,11 +176,16 @@ static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double
  * BN_BWD_PARAMS (g, x, stats | rmean, rvar) -> (2, C) [sum(g xhat); sum(g)].
  * batch: dx = w is (g - mean(g) - xhat mean(g xhat)); else dx = w is g.
  * y is either node; dx and sums are the outputs wanted (one may be NULL). */
-static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, float *dx, float *sums) {
+static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, float *dx, float *sums,
+                       int blocked) {
     bn_geom b = bn_geom_of(x);
     int batch = (int)y->ia[0];
     bn_stats st = stats_at(in, 2, batch, b.C);
     const float *g = in[0], *xs = in[1], *w = dx && y->ia[1] ? in[st.next] : NULL;
+    if (blocked) {
+        bn_blk_bwd(b, g, xs, st.m, st.v, w, batch, eps, dx, sums);
+        return;
+    }
     double cnt = (double)(b.N * b.inner);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
@@ -201,7 +210,7 @@ static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double e
     }
 }
 
-int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out) {
+int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
     if (y->dtype != LT_F32) return -1;
     for (int i = 0; i < y->nin; i++)
         if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
@@ -211,14 +220,15 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_MAX_POOL2D_BWD: max_pool(y, y->shape, a0->shape, in, out); return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D: adaptive_avg(y, a0->shape, y->shape, in[0], out); return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
-    case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out); return 0;
-    case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], out); return 0;
-    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL); return 0;
-    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out); return 0;
+    case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;
+    case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], out, blocked); return 0;
+    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL, blocked); return 0;
+    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out, blocked); return 0;
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
 }
 
-void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums) {
-    bn_bwd_run(y, &g->nodes[y->in[1]], in, eps, dx, sums);
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
+                     int blocked) {
+    bn_bwd_run(y, &g->nodes[y->in[1]], in, eps, dx, sums, blocked);
 }

@@ -1,0 +1,114 @@
+/* Batch norm on channel-blocked activations (nChw16c, layout.c): element
+ * (n, c, k) of x (N, C, inner) is at ((n * C/16 + c/16) * inner + k) * 16 +
+ * c % 16, so 16 channels sit side by side and every loop below runs over
+ * them as one vector. Same formulas as the plain loops in nn_fast.c: sums
+ * of a run in float, accumulated per channel in double; statistics shifted
+ * by each channel's first value. Parallel over samples (a stage of 16
+ * channels has a single channel block). */
+#include "cpu.h"
+
+#include <math.h>
+
+/* For channel i of block cb: s[i] = sum(a - m[i]), s[16 + i] = sum((a -
+ * m[i]) * (b - m2[i])); b NULL: b = a. */
+static void block_sums(bn_geom b, int64_t cb, const float *a, const float *bb, const float *m, const float *m2,
+                       double s[32]) {
+    int64_t CB = b.C / 16;
+    double acc[32] = {0};
+#pragma omp parallel for schedule(static) reduction(+ : acc[:32])
+    for (int64_t n = 0; n < b.N; n++) {
+        const float *ap = a + (n * CB + cb) * b.inner * 16, *bp = bb ? bb + (n * CB + cb) * b.inner * 16 : ap;
+        float r0[16] = {0}, r1[16] = {0};
+        for (int64_t k = 0; k < b.inner; k++) {
+#pragma omp simd
+            for (int i = 0; i < 16; i++) {
+                float d = ap[k * 16 + i] - m[i];
+                r0[i] += d;
+                r1[i] += d * (bp[k * 16 + i] - m2[i]);
+            }
+        }
+        for (int i = 0; i < 16; i++) {
+            acc[i] += r0[i];
+            acc[16 + i] += r1[i];
+        }
+    }
+    memcpy(s, acc, sizeof acc);
+}
+
+void bn_blk_stats(bn_geom b, const float *x, float *out) {
+    double cnt = (double)(b.N * b.inner);
+    for (int64_t cb = 0; cb < b.C / 16; cb++) {
+        float k[16];
+        double s[32];
+        for (int i = 0; i < 16; i++) k[i] = cnt > 0 ? x[cb * b.inner * 16 + i] : 0; /* sample 0, position 0 */
+        block_sums(b, cb, x, NULL, k, k, s);
+        for (int i = 0; i < 16; i++) {
+            double d = s[i] / cnt; /* mean(x - K) */
+            out[cb * 16 + i] = (float)((double)k[i] + d);
+            out[b.C + cb * 16 + i] = (float)(s[16 + i] / cnt - d * d);
+        }
+    }
+}
+
+void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
+                  double eps, float *out) {
+    int64_t CB = b.C / 16;
+#pragma omp parallel for schedule(static)
+    for (int64_t u = 0; u < b.N * CB; u++) {
+        int64_t c0 = (u % CB) * 16;
+        float sc[16], sh[16];
+        for (int i = 0; i < 16; i++) {
+            double is = 1.0 / sqrt((double)v[c0 + i] + eps), wc = w ? w[c0 + i] : 1.0;
+            sc[i] = (float)(is * wc);
+            sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
+        }
+        const float *xp = x + u * b.inner * 16;
+        float *yp = out + u * b.inner * 16;
+        for (int64_t k = 0; k < b.inner; k++) {
+#pragma omp simd
+            for (int i = 0; i < 16; i++) yp[k * 16 + i] = xp[k * 16 + i] * sc[i] + sh[i];
+        }
+    }
+}
+
+void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
+                double eps, float *dx, float *sums) {
+    int64_t CB = b.C / 16;
+    double cnt = (double)(b.N * b.inner);
+    for (int64_t cb = 0; cb < CB; cb++) {
+        int64_t c0 = cb * 16;
+        double s[32] = {0}, is[16];
+        static const float zero[16];
+        for (int i = 0; i < 16; i++) is[i] = 1.0 / sqrt((double)v[c0 + i] + eps);
+        if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s); /* s[16 + i] = sum(g (x - m)) */
+        if (sums)
+            for (int i = 0; i < 16; i++) {
+                sums[c0 + i] = (float)(s[16 + i] * is[i]);
+                sums[b.C + c0 + i] = (float)s[i];
+            }
+        if (!dx) continue;
+        float k[16], mg[16], cx[16], mc[16]; /* w is, mean(g), mean(g xhat) is, the mean */
+        for (int i = 0; i < 16; i++) {
+            k[i] = (float)((w ? w[c0 + i] : 1.0) * is[i]);
+            mg[i] = batch ? (float)(s[i] / cnt) : 0;
+            cx[i] = batch ? (float)(s[16 + i] * is[i] * is[i] / cnt) : 0;
+            mc[i] = m[c0 + i];
+        }
+#pragma omp parallel for schedule(static)
+        for (int64_t n = 0; n < b.N; n++) {
+            size_t off = (size_t)((n * CB + cb) * b.inner * 16);
+            const float *gp = g + off, *xp = x + off;
+            float *dp = dx + off;
+            for (int64_t j = 0; j < b.inner; j++) {
+                if (batch) {
+#pragma omp simd
+                    for (int i = 0; i < 16; i++)
+                        dp[j * 16 + i] = k[i] * (gp[j * 16 + i] - mg[i] - (xp[j * 16 + i] - mc[i]) * cx[i]);
+                } else {
+#pragma omp simd
+                    for (int i = 0; i < 16; i++) dp[j * 16 + i] = k[i] * gp[j * 16 + i];
+                }
+            }
+        }
+    }
+}
