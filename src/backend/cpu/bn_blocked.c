@@ -2,9 +2,9 @@
  * (n, c, k) of x (N, C, inner) is at ((n * C/16 + c/16) * inner + k) * 16 +
  * c % 16, so 16 channels sit side by side and every loop below runs over
  * them as one vector. Same formulas as the plain loops in nn_fast.c: sums
- * of a run in float, accumulated per channel in double; statistics shifted
- * by each channel's first value. Parallel over samples (a stage of 16
- * channels has a single channel block). */
+ * of a run in float, accumulated per channel in double; two-pass
+ * statistics. Parallel over samples (a stage of 16 channels has a single
+ * channel block). */
 #include "cpu.h"
 
 #include <math.h>
@@ -37,15 +37,17 @@ static void block_sums(bn_geom b, int64_t cb, const float *a, const float *bb, c
 
 void bn_blk_stats(bn_geom b, const float *x, float *out) {
     double cnt = (double)(b.N * b.inner);
+    static const float zero[16];
     for (int64_t cb = 0; cb < b.C / 16; cb++) {
-        float k[16];
+        float m[16];
         double s[32];
-        for (int i = 0; i < 16; i++) k[i] = cnt > 0 ? x[cb * b.inner * 16 + i] : 0; /* sample 0, position 0 */
-        block_sums(b, cb, x, NULL, k, k, s);
+        block_sums(b, cb, x, NULL, zero, zero, s);
+        for (int i = 0; i < 16; i++) m[i] = (float)(s[i] / cnt);
+        block_sums(b, cb, x, NULL, m, m, s);
         for (int i = 0; i < 16; i++) {
-            double d = s[i] / cnt; /* mean(x - K) */
-            out[cb * 16 + i] = (float)((double)k[i] + d);
-            out[b.C + cb * 16 + i] = (float)(s[16 + i] / cnt - d * d);
+            double d = s[i]; /* sum(x - m): what m's rounding left */
+            out[cb * 16 + i] = m[i];
+            out[b.C + cb * 16 + i] = (float)((s[16 + i] - d * d / cnt) / cnt);
         }
     }
 }
