@@ -45,8 +45,8 @@ void bn_blk_stats(bn_geom b, const float *x, float *out) {
         for (int i = 0; i < 16; i++) m[i] = (float)(s[i] / cnt);
         block_sums(b, cb, x, NULL, m, m, s);
         for (int i = 0; i < 16; i++) {
-            double d = s[i]; /* sum(x - m): what m's rounding left */
-            out[cb * 16 + i] = m[i];
+            double d = s[i]; /* sum(x - m): what m missed */
+            out[cb * 16 + i] = (float)((double)m[i] + d / cnt);
             out[b.C + cb * 16 + i] = (float)((s[16 + i] - d * d / cnt) / cnt);
         }
     }
