@@ -310,9 +310,9 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
         for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
     int rc = 0;
     for (int j = 0; j < *nk && rc == 0; j++) {
+        if (ks[j].kind != K_REF || g->nodes[ks[j].node].op != LT_OP_BN_BWD_INPUT) continue;
         const gnode *a = &g->nodes[ks[j].node];
-        if (ks[j].kind != K_REF || a->op != LT_OP_BN_BWD_INPUT) continue;
-        for (int q = 0; q < *nk; q++) {
+        for (int q = 0; q < *nk; q++) { /* holes are K_FUSED (cleared), never K_REF */
             if (ks[q].kind != K_REF || !bn_sums_alike(g, a, &g->nodes[ks[q].node])) continue;
             int first = j < q ? j : q, ready = 1;
             for (int i = 0; i < a->nin; i++) ready &= made_by[a->in[i]] < first;
