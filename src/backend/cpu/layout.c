@@ -4,7 +4,7 @@
  * (122 reorders). Here a value keeps the blocked layout when everything that
  * touches it can work on it: the convs (their primitive then reads and
  * writes it directly), the batch-norm kernels (blocked loops in
- * nn_fast.c), and fused elementwise groups whose operands all have the
+ * bn_blocked.c), and fused elementwise groups whose operands all have the
  * group's shape (index i is the same element in every operand, whatever
  * the layout). Values that must agree (the operands and outputs of one
  * batch-norm or fused kernel) form a class; a class is blocked only if all
@@ -31,9 +31,9 @@ static int eligible(const gnode *v) {
 static int conv_acts(const exec_graph *g, const gnode *y, int acts[2]) {
     if (!cpu_dnnl_covers(g, y)) return 0;
     switch (y->op) {
-    case LT_OP_CONV2D: acts[0] = 0, acts[1] = -1; return 2;
-    case LT_OP_CONV2D_BWD_INPUT: acts[0] = 0, acts[1] = -1; return 2;
-    case LT_OP_CONV2D_BWD_WEIGHT: acts[0] = 0, acts[1] = 1; return 2;
+    case LT_OP_CONV2D: /* x -> y */
+    case LT_OP_CONV2D_BWD_INPUT: acts[0] = 0, acts[1] = -1; return 2; /* g -> dx */
+    case LT_OP_CONV2D_BWD_WEIGHT: acts[0] = 0, acts[1] = 1; return 2; /* g, x -> dw */
     default: return 0;
     }
 }
