@@ -7,6 +7,7 @@
  * a root). */
 #include "harness.h"
 
+#include "backend/cpu/cpu.h"
 #include "exec/exec.h"
 
 #include <math.h>
@@ -76,7 +77,14 @@ static void resnet_case(const char *name, int train, int bwd) {
            bwd ? " + backward" : "", n, worst);
 }
 
-TEST(resnet20_step_matches_reference) { resnet_case("resnet20", 1, 1); }
+/* Every instruction-set copy of the blocked batch-norm loops. */
+TEST(resnet20_step_matches_reference) {
+    for (int level = 0; level <= 2; level++) {
+        cpu_set_isa(level);
+        resnet_case("resnet20", 1, 1);
+    }
+    cpu_set_isa(-1);
+}
 TEST(resnet20_eval_matches_reference) { resnet_case("resnet20", 0, 0); }
 TEST(resnet18_eval_backward_matches_reference) { resnet_case("resnet18", 0, 1); }
 TEST(resnet50_eval_backward_matches_reference) { resnet_case("resnet50", 0, 1); }

@@ -7,30 +7,60 @@
  * channel block). */
 #include "cpu.h"
 
+#include "simd.h"
+
 #include <math.h>
+
+/* The 16 channels of a block as one value, kept in registers (float[16]
+ * accumulators went through memory on every step). */
+typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define V16(p) (*(v16 *)(p)) /* 16 floats at p, any alignment */
+
+typedef struct bn_rows {
+    void (*sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner, double *acc);
+    void (*apply)(const float *xp, float *yp, const float *sc, const float *sh, int64_t inner);
+    void (*dx)(const float *gp, const float *xp, float *dp, const float *k, const float *mg, const float *cx,
+               const float *mc, int64_t inner, int batch);
+} bn_rows;
+
+#define SUF _base
+#include "bn_blocked_body.h"
+#undef SUF
+#ifdef HAVE_ISA
+TARGET_PUSH(ISA_AVX2)
+#define SUF _avx2
+#include "bn_blocked_body.h"
+#undef SUF
+TARGET_POP()
+TARGET_PUSH(ISA_AVX512)
+#define SUF _avx512
+#include "bn_blocked_body.h"
+#undef SUF
+TARGET_POP()
+#endif
+
+static const bn_rows *rows(void) {
+#ifdef HAVE_ISA
+    switch (cpu_isa()) {
+    case 2: return &bn_rows_avx512;
+    case 1: return &bn_rows_avx2;
+    default: break;
+    }
+#endif
+    return &bn_rows_base;
+}
 
 /* For channel i of block cb: s[i] = sum(a - m[i]), s[16 + i] = sum((a -
  * m[i]) * (b - m2[i])); b NULL: b = a. */
 static void block_sums(bn_geom b, int64_t cb, const float *a, const float *bb, const float *m, const float *m2,
                        double s[32]) {
     int64_t CB = b.C / 16;
+    const bn_rows *r = rows();
     double acc[32] = {0};
 #pragma omp parallel for schedule(static) reduction(+ : acc[:32])
     for (int64_t n = 0; n < b.N; n++) {
         const float *ap = a + (n * CB + cb) * b.inner * 16, *bp = bb ? bb + (n * CB + cb) * b.inner * 16 : ap;
-        float r0[16] = {0}, r1[16] = {0};
-        for (int64_t k = 0; k < b.inner; k++) {
-#pragma omp simd
-            for (int i = 0; i < 16; i++) {
-                float d = ap[k * 16 + i] - m[i];
-                r0[i] += d;
-                r1[i] += d * (bp[k * 16 + i] - m2[i]);
-            }
-        }
-        for (int i = 0; i < 16; i++) {
-            acc[i] += r0[i];
-            acc[16 + i] += r1[i];
-        }
+        r->sums(ap, bp, m, m2, b.inner, acc);
     }
     memcpy(s, acc, sizeof acc);
 }
@@ -55,6 +85,7 @@ void bn_blk_stats(bn_geom b, const float *x, float *out) {
 void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
                   double eps, float *out) {
     int64_t CB = b.C / 16;
+    const bn_rows *r = rows();
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < b.N * CB; u++) {
         int64_t c0 = (u % CB) * 16;
@@ -64,18 +95,14 @@ void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, con
             sc[i] = (float)(is * wc);
             sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
         }
-        const float *xp = x + u * b.inner * 16;
-        float *yp = out + u * b.inner * 16;
-        for (int64_t k = 0; k < b.inner; k++) {
-#pragma omp simd
-            for (int i = 0; i < 16; i++) yp[k * 16 + i] = xp[k * 16 + i] * sc[i] + sh[i];
-        }
+        r->apply(x + u * b.inner * 16, out + u * b.inner * 16, sc, sh, b.inner);
     }
 }
 
 void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
                 double eps, float *dx, float *sums) {
     int64_t CB = b.C / 16;
+    const bn_rows *r = rows();
     double cnt = (double)(b.N * b.inner);
     for (int64_t cb = 0; cb < CB; cb++) {
         int64_t c0 = cb * 16;
@@ -99,18 +126,7 @@ void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const
 #pragma omp parallel for schedule(static)
         for (int64_t n = 0; n < b.N; n++) {
             size_t off = (size_t)((n * CB + cb) * b.inner * 16);
-            const float *gp = g + off, *xp = x + off;
-            float *dp = dx + off;
-            for (int64_t j = 0; j < b.inner; j++) {
-                if (batch) {
-#pragma omp simd
-                    for (int i = 0; i < 16; i++)
-                        dp[j * 16 + i] = k[i] * (gp[j * 16 + i] - mg[i] - (xp[j * 16 + i] - mc[i]) * cx[i]);
-                } else {
-#pragma omp simd
-                    for (int i = 0; i < 16; i++) dp[j * 16 + i] = k[i] * gp[j * 16 + i];
-                }
-            }
+            r->dx(g + off, x + off, dx + off, k, mg, cx, mc, b.inner, batch);
         }
     }
 }
