@@ -23,21 +23,8 @@ typedef struct bn_rows {
                const float *mc, int64_t inner, int batch);
 } bn_rows;
 
-#define SUF _base
-#include "bn_blocked_body.h"
-#undef SUF
-#ifdef HAVE_ISA
-TARGET_PUSH(ISA_AVX2)
-#define SUF _avx2
-#include "bn_blocked_body.h"
-#undef SUF
-TARGET_POP()
-TARGET_PUSH(ISA_AVX512)
-#define SUF _avx512
-#include "bn_blocked_body.h"
-#undef SUF
-TARGET_POP()
-#endif
+#define ISA_EACH "bn_blocked_body.h"
+#include "isa_copies.h"
 
 static const bn_rows *rows(void) {
 #ifdef HAVE_ISA

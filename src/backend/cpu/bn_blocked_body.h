@@ -1,9 +1,9 @@
 /* The per-run loops of bn_blocked.c, compiled once per instruction set
- * (included there under each ISA's target pragma, with SUF the suffix): a
+ * (included through isa_copies.h, ISA_SUF the suffix): a
  * v16 is one zmm under AVX-512, two ymm under AVX2; on the baseline its four
  * xmm do not all fit in registers with the accumulators. Not a normal
  * header (no include guard, on purpose). */
-#define BN_FN(x) CAT3(x, SUF, )
+#define BN_FN(x) CAT3(x, ISA_SUF, )
 
 /* One run of 16 channels: acc[i] += sum(a - m), acc[16 + i] += sum((a - m) * (b - m2)). */
 static void BN_FN(run_sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner,
