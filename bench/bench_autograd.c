@@ -5,20 +5,10 @@
  *   chain: y = tanh(y * w + b) repeated, on (16, 16) float32 tensors. */
 #include "lazytensor.h"
 
+#include "bench_time.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define LAYERS 300 /* 3 ops each */
 #define REPS 21
@@ -32,7 +22,7 @@ static double run(int grad, double *bw) {
         lt_tensor *x = lt_randn(LT_F32, 2, s), *w = lt_randn(LT_F32, 2, s), *b = lt_randn(LT_F32, 2, s);
         lt_set_requires_grad(w, grad);
         lt_set_requires_grad(b, grad);
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         lt_tensor *y = x;
         for (int i = 0; i < LAYERS; i++) {
             keep[3 * i] = lt_mul(y, w);
@@ -40,12 +30,12 @@ static double run(int grad, double *bw) {
             keep[3 * i + 2] = y = lt_tanh(keep[3 * i + 1]);
         }
         lt_tensor *loss = lt_sum(y, 0, NULL, false);
-        double t1 = now_ns();
+        double t1 = bench_now_ns();
         if (grad && lt_backward(loss)) {
             fprintf(stderr, "backward: %s\n", lt_error_message());
             exit(1);
         }
-        double t2 = now_ns();
+        double t2 = bench_now_ns();
         tf[r] = (t1 - t0) / (3 * LAYERS + 1);
         tb[r] = (t2 - t1) / (3 * LAYERS + 1);
         for (int i = 0; i < 3 * LAYERS; i++) lt_free(keep[i]);
@@ -55,10 +45,8 @@ static double run(int grad, double *bw) {
         lt_free(b);
         lt_mark_step(); /* only the leaves' grads died with them: resets the arena */
     }
-    qsort(tf, REPS, sizeof(double), cmp);
-    qsort(tb, REPS, sizeof(double), cmp);
-    *bw = tb[REPS / 2];
-    return tf[REPS / 2];
+    *bw = bench_median(tb, REPS);
+    return bench_median(tf, REPS);
 }
 
 int main(void) {

@@ -15,18 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_time.h"
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+
 
 int main(int argc, char **argv) {
     const char *model = argc > 1 ? argv[1] : "resnet20";
@@ -55,7 +47,7 @@ int main(int argc, char **argv) {
     double *t = malloc((size_t)steps * sizeof *t);
     float loss_v = 0;
     for (int s = 0; s < steps; s++) {
-        double t0 = now();
+        double t0 = bench_now_s();
         lt_tensor *logits = lt_model_forward(m, x);
         lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
         lt_free(logits);
@@ -65,14 +57,14 @@ int main(int argc, char **argv) {
         }
         lt_optim_zero_grad(opt);
         lt_mark_step();
-        t[s] = now() - t0;
+        t[s] = bench_now_s() - t0;
         lt_to_host(loss, &loss_v, sizeof loss_v);
         lt_free(loss);
     }
     double first = t[0];
-    qsort(t + 2, (size_t)(steps - 2), sizeof *t, cmp_d);
+    double med = bench_median(t + 2, steps - 2);
     printf("%s %s bs=%lld res=%lld: step %.1f ms (median of %d), first step %.0f ms, loss %.4f\n", be, model,
-           (long long)bs, (long long)res, 1e3 * t[2 + (steps - 2) / 2], steps - 2, 1e3 * first, loss_v);
+           (long long)bs, (long long)res, 1e3 * med, steps - 2, 1e3 * first, loss_v);
     free(t);
     lt_free(x);
     lt_free(y);

@@ -9,13 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_time.h"
+
 
 #define N 11000000
 
@@ -28,9 +24,9 @@ int main(int argc, char **argv) {
     memset(dst, 0, bytes);
     double best = 1e9;
     for (int i = 0; i < iters; i++) {
-        double t0 = now();
+        double t0 = bench_now_s();
         memcpy(dst, src, bytes);
-        double t = now() - t0;
+        double t = bench_now_s() - t0;
         if (t < best) best = t;
     }
     double copy_bw = 2.0 * (double)bytes / best / 1e9;
@@ -47,12 +43,12 @@ int main(int argc, char **argv) {
     for (int sig = 0; sig < 2; sig++) {
         best = 1e9;
         for (int i = 0; i < iters + 1; i++) {
-            double t0 = now();
+            double t0 = bench_now_s();
             lt_tensor *ab = lt_mul(a, b), *s = lt_add(ab, c), *r = lt_relu(s), *h = lt_mul_scalar(r, 0.5);
             lt_tensor *sg = sig ? lt_sigmoid(c) : NULL, *out = lt_add(h, sig ? sg : c);
             lt_free(ab), lt_free(s), lt_free(r), lt_free(h), lt_free(sg);
             lt_mark_step();
-            double t = now() - t0;
+            double t = bench_now_s() - t0;
             if (i > 0 && t < best) best = t; /* the first compiles */
             lt_free(out);
         }
@@ -68,7 +64,7 @@ int main(int argc, char **argv) {
     best = 1e9;
     double a0 = lt_metric("InputOutputAliasCount");
     for (int step = 1; step <= iters + 1; step++) {
-        double t0 = now();
+        double t0 = bench_now_s();
         double bc1 = 1 - pow(b1, step), bc2 = 1 - pow(b2, step), step_size = lr / bc1;
         lt_mul_scalar_(p, 1 - lr * wd);
         lt_lerp_(m, g, 1 - b1);
@@ -78,7 +74,7 @@ int main(int argc, char **argv) {
         lt_addcdiv_(p, m, den, -step_size);
         lt_free(sq), lt_free(den0), lt_free(den);
         lt_mark_step();
-        double t = now() - t0;
+        double t = bench_now_s() - t0;
         if (step > 1 && t < best) best = t;
     }
     double moved = 7.0 * (double)bytes; /* read p, g, m, v; write p, m, v */

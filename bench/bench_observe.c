@@ -15,24 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return t[n / 2];
-}
+#include "bench_time.h"
 
 static int child(const char *label, int reps) {
     int64_t shape[2] = {2, 3};
@@ -45,22 +30,22 @@ static int child(const char *label, int reps) {
         lt_mark_step();
     }
     for (int r = 0; r < reps; r++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < CHAIN; i++) lt_free(lt_lerp(a, b, 0.5));
-        t[r] = (now_ns() - t0) / CHAIN;
+        t[r] = (bench_now_ns() - t0) / CHAIN;
         lt_mark_step(); /* nothing live is pending: resets the arena */
     }
     for (int r = 0; r < reps; r++) {
         for (int i = 0; i < 100; i++) lt_lerp_(a, b, 0.01);
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         lt_mark_step();
-        st[r] = (now_ns() - t0) / 1e3;
+        st[r] = (bench_now_ns() - t0) / 1e3;
     }
     if (lt_error()) {
         fprintf(stderr, "error: %s\n", lt_error_message());
         return 1;
     }
-    printf("%-44s %12.1f %12.1f\n", label, median(t, reps), median(st, reps));
+    printf("%-44s %12.1f %12.1f\n", label, bench_median(t, reps), bench_median(st, reps));
     fflush(stdout);
     free(t);
     free(st);

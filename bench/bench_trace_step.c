@@ -11,18 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_time.h"
 
 static int run(const char *name, int reps) {
     lt_manual_seed(0);
@@ -40,13 +30,13 @@ static int run(const char *name, int reps) {
         lt_tensor *x = lt_randn(LT_F32, 4, xs), *y = lt_from_data(labels, LT_I64, 1, ys);
         lt_mark_step();
         double ops0 = lt_metric("OpsTraced");
-        double t0 = now_ms();
+        double t0 = bench_now_ns();
         lt_tensor *logits = lt_model_forward(m, x);
         lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
         lt_backward(loss);
         lt_optim_step(opt);
         lt_optim_zero_grad(opt);
-        t[r] = now_ms() - t0;
+        t[r] = (bench_now_ns() - t0) * 1e-6; /* ms */
         ops = (int)(lt_metric("OpsTraced") - ops0);
         lt_free(logits);
         lt_free(loss);
@@ -58,8 +48,8 @@ static int run(const char *name, int reps) {
         fprintf(stderr, "bench_trace_step: %s\n", lt_error_message());
         return 1;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp);
-    printf("%-9s %4d params  %5d ops traced  trace %.3f ms (median of %d, min %.3f)\n", name, np, ops, t[reps / 2],
+    double med = bench_median(t, reps);
+    printf("%-9s %4d params  %5d ops traced  trace %.3f ms (median of %d, min %.3f)\n", name, np, ops, med,
            reps, t[0]);
     free(t);
     lt_optim_free(opt);

@@ -8,25 +8,13 @@
 
 #include "lazytensor.h"
 
-#include <stdlib.h>
-#include <time.h>
+#include "bench_time.h"
 
 enum trace_kind { TRACE_LERP, TRACE_LERP_, TRACE_ADD, TRACE_VIEW1, TRACE_VIEW3, TRACE_NKIND };
 
 static const char *const trace_kind_names[TRACE_NKIND] = {
     "lt_lerp (out-of-place)", "lt_lerp_ (plain, in place)", "lt_add (out-of-place)",
     "lt_lerp_ through slice (depth 1)", "lt_lerp_ select(t(slice)) (depth 3)"};
-
-static double trace_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int trace_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
     int64_t shape[2] = {2, 3}, big[2] = {64, 32}, g2[2] = {32, 32}, g1[1] = {32};
@@ -46,7 +34,7 @@ static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
             lt_free(tt);
         }
         lt_mark_step();
-        double t0 = trace_now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < chain; i++) {
             switch (k) {
             case TRACE_LERP: lt_free(lt_lerp(a, b, 0.5)); break;
@@ -56,7 +44,7 @@ static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
             case TRACE_NKIND: break;
             }
         }
-        t[r] = (trace_now_ns() - t0) / chain;
+        t[r] = (bench_now_ns() - t0) / chain;
         lt_mark_step();
         lt_free(a);
         lt_free(b);
@@ -64,8 +52,7 @@ static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
         lt_free(v);
         lt_free(g);
     }
-    qsort(t, (size_t)reps, sizeof *t, trace_cmp);
-    return t[reps / 2];
+    return bench_median(t, reps);
 }
 
 #endif
