@@ -1,5 +1,5 @@
 /* The typed inner loops of reductions and softmax, included by reduce.c
- * once per type (T, FN, M_EXP: see typed.h) and instruction set. Each
+ * once per type (T, FN, TM: see typed.h) and instruction set. Each
  * works on one contiguous run; reduce.c and softmax.c split the work. Sums
  * of float32 accumulate in double (then round once, like the reference);
  * max/min work on s * x with s = +1 or -1, so one loop serves both. */
@@ -83,7 +83,7 @@ static void FN(softmax)(void *out_, const void *x_, int64_t n, int logsm) {
     if (!logsm) {
         OMP_SIMD_SUM(s)
         for (int64_t i = 0; i < n; i++) {
-            T e = M_EXP(x[i] - m);
+            T e = TM(exp)(x[i] - m);
             out[i] = e;
             s += (double)e;
         }
@@ -91,7 +91,7 @@ static void FN(softmax)(void *out_, const void *x_, int64_t n, int logsm) {
         OMP_SIMD for (int64_t i = 0; i < n; i++) out[i] = out[i] / sum;
     } else {
         OMP_SIMD_SUM(s)
-        for (int64_t i = 0; i < n; i++) s += (double)M_EXP(x[i] - m);
+        for (int64_t i = 0; i < n; i++) s += (double)TM(exp)(x[i] - m);
         const T ls = (T)log(s);
         OMP_SIMD for (int64_t i = 0; i < n; i++) out[i] = (x[i] - m) - ls;
     }

@@ -1,5 +1,5 @@
 /* The typed half of the tile interpreter, included through typed.h once per
- * register type (T float or double, FN(name), M_SQRT, M_FABS, ...) and once
+ * register type (T float or double, FN(name), TM(sqrt), ...) and once
  * per instruction set. Each instruction is one simple loop over a tile so
  * that gcc vectorizes it (and calls libmvec for exp/log/pow/tanh). */
 
@@ -150,9 +150,9 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_NEG: LOOP(-X); break;
         case LT_OP_EXP: LOOP(exp(DX)); break;
         case LT_OP_LOG: LOOP(log(DX)); break;
-        case LT_OP_SQRT: LOOP(M_SQRT(X)); break;
+        case LT_OP_SQRT: LOOP(TM(sqrt)(X)); break;
         case LT_OP_RSQRT: LOOP(1.0 / sqrt(DX)); break;
-        case LT_OP_ABS: LOOP(M_FABS(X)); break;
+        case LT_OP_ABS: LOOP(TM(fabs)(X)); break;
         case LT_OP_RELU: LOOP(X > 0 || X != X ? X : (T)0); break;
         case LT_OP_TANH: LOOP(tanh(DX)); break;
         case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-DX))); break;
