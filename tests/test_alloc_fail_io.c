@@ -5,7 +5,7 @@
  * a load; every call must fail with LT_ERR_OOM or work, the library must
  * stay usable, a retry must succeed, and under the sanitizer build nothing
  * leaks. */
-#include "core/core.h"
+#include "alloc_sweep.h"
 #include "harness.h"
 
 #include <unistd.h>
@@ -90,27 +90,9 @@ static int program(int step) {
 }
 
 TEST(sweep) {
-    int64_t before = core_alloc_count();
-    CHECK(program(0) == 0);
-    CHECK_NO_ERR();
-    int64_t total = core_alloc_count() - before + 8;
-    int failures_seen = 0;
-    for (int64_t k = 1; k <= total; k++) {
-        core_alloc_fail_at(k);
-        int rc = program((int)k);
-        core_alloc_fail_at(0);
-        CHECK_MSG(rc >= 0, "k=%lld: wrong answer or wrong error kind: %s", (long long)k, lt_error_message());
-        if (rc == 1) failures_seen++;
-        lt_clear_error();
-        lt_mark_step(); /* whatever was pending must still sync */
-        CHECK_MSG(!lt_error(), "k=%lld: the library is not usable after the failure: %s", (long long)k,
-                  lt_error_message());
-        lt_clear_error();
-        CHECK_MSG(program((int)k + 1) == 0, "k=%lld: retry after failure failed: %s", (long long)k,
-                  lt_error_message());
-        lt_clear_error();
-    }
-    printf("alloc_fail_io: %lld allocations per program, %d injected failures reported\n", (long long)total - 8,
+    int64_t allocs;
+    int failures_seen = h_alloc_sweep(program, 1, &allocs);
+    printf("alloc_fail_io: %lld allocations per program, %d injected failures reported\n", (long long)allocs,
            failures_seen);
     CHECK(failures_seen > 0);
 }
