@@ -51,18 +51,7 @@ static int program(int step) {
                         rc = memcmp(before, after, sizeof before) ? -1 : 0;
                     else
                         rc = 1;
-                    for (int i = 0; i < n; i++) {
-                        free(ln[i]);
-                        lt_free(lt[i]);
-                    }
-                    for (int i = 0; i < nmeta; i++) {
-                        free(lk[i]);
-                        free(lv[i]);
-                    }
-                    free(ln);
-                    free(lt);
-                    free(lk);
-                    free(lv);
+                    h_free_loaded(n, ln, lt, nmeta, lk, lv);
                 } else {
                     rc = 1;
                 }

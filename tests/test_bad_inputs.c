@@ -84,12 +84,7 @@ static int load(const char *path) {
     char **names = NULL;
     lt_tensor **ts = NULL;
     int n = lt_load_safetensors(path, &names, &ts);
-    for (int i = 0; i < n; i++) {
-        free(names[i]);
-        lt_free(ts[i]);
-    }
-    free(names);
-    free(ts);
+    h_free_loaded(n, names, ts, 0, NULL, NULL); /* n = -1: both NULL */
     return n;
 }
 /* Loads a checkpoint and copies it into a model (strict). */
@@ -99,12 +94,7 @@ static int load_into(lt_model *m, const char *path, bool strict) {
     int n = lt_load_safetensors(path, &names, &ts);
     if (n < 0) return -2; /* the load itself must not fail in these rows */
     int rc = lt_model_load_state(m, n, (const char *const *)names, ts, strict);
-    for (int i = 0; i < n; i++) {
-        free(names[i]);
-        lt_free(ts[i]);
-    }
-    free(names);
-    free(ts);
+    h_free_loaded(n, names, ts, 0, NULL, NULL);
     return rc;
 }
 static int load_meta_partial(void) {

@@ -59,18 +59,7 @@ static int check_file(float *buf) {
                 break;
             }
     }
-    for (int i = 0; i < n; i++) {
-        free(names[i]);
-        lt_free(ts[i]);
-    }
-    for (int i = 0; i < nmeta; i++) {
-        free(mk[i]);
-        free(mv[i]);
-    }
-    free(names);
-    free(ts);
-    free(mk);
-    free(mv);
+    h_free_loaded(n, names, ts, nmeta, mk, mv);
     return v;
 }
 

@@ -11,15 +11,6 @@
 
 static char g_path[256];
 
-static void free_loaded(int n, char **names, lt_tensor **ts) {
-    for (int i = 0; i < n; i++) {
-        free(names[i]);
-        lt_free(ts[i]);
-    }
-    free(names);
-    free(ts);
-}
-
 TEST(round_trip_all_dtypes) {
     float f32[6] = {1.5f, -2, 3, 4, 5, 6};
     double f64[1] = {3.141592653589793};
@@ -55,17 +46,11 @@ TEST(round_trip_all_dtypes) {
     CHECK(lt_numel(lts[5]) == 0);
     CHECK(!strcmp(lk[0], "step") && !strcmp(lv[0], "42"));
     CHECK(!strcmp(lk[1], "note") && !strcmp(lv[1], mv[1]));
-    free_loaded(n, ln, lts);
-    for (int i = 0; i < 2; i++) {
-        free(lk[i]);
-        free(lv[i]);
-    }
-    free(lk);
-    free(lv);
+    h_free_loaded(n, ln, lts, 2, lk, lv);
     /* The plain loader ignores metadata. */
     n = lt_load_safetensors(g_path, &ln, &lts);
     CHECK(n == 6);
-    if (n > 0) free_loaded(n, ln, lts);
+    if (n > 0) h_free_loaded(n, ln, lts, 0, NULL, NULL);
     for (int i = 0; i < 6; i++) lt_free(ts[i]);
     CHECK_NO_ERR();
 }
@@ -148,7 +133,7 @@ static void expect_reject(const char *hdr, size_t ndata, const char *why, int li
     int n = lt_load_safetensors(g_path, &names, &ts);
     if (n >= 0) {
         h_fail(__FILE__, line, "accepted a malformed file (%s)", why);
-        free_loaded(n, names, ts);
+        h_free_loaded(n, names, ts, 0, NULL, NULL);
         return;
     }
     if (lt_error() != LT_ERR_FORMAT) h_fail(__FILE__, line, "(%s) error %d: %s", why, lt_error(), lt_error_message());
@@ -234,7 +219,7 @@ static int file_holds(const char *path, double first) {
     lt_tensor *e = lt_select(ts[0], 0, 0);
     double v = lt_item(e);
     lt_free(e);
-    free_loaded(n, names, ts);
+    h_free_loaded(n, names, ts, 0, NULL, NULL);
     return v == first;
 }
 

@@ -86,3 +86,18 @@ void h_expect(const char *file, int line, lt_tensor *t, const double *expect, in
 
 lt_tensor *h_f32(int ndim, const int64_t *shape, const float *data) { return lt_from_data(data, LT_F32, ndim, shape); }
 lt_tensor *h_f64(int ndim, const int64_t *shape, const double *data) { return lt_from_data(data, LT_F64, ndim, shape); }
+
+void h_free_loaded(int n, char **names, lt_tensor **ts, int nmeta, char **keys, char **values) {
+    for (int i = 0; i < n; i++) {
+        free(names[i]);
+        lt_free(ts[i]);
+    }
+    for (int i = 0; keys && i < nmeta; i++) {
+        free(keys[i]);
+        free(values[i]);
+    }
+    free(names);
+    free(ts);
+    free(keys);
+    free(values);
+}

@@ -56,6 +56,9 @@ void h_expect(const char *file, int line, lt_tensor *t, const double *expect, in
     } while (0)
 
 lt_tensor *h_f32(int ndim, const int64_t *shape, const float *data);
+/* Frees what lt_load_safetensors(_meta) returned: n names and tensors, and
+ * nmeta metadata keys and values (keys NULL: none asked for). */
+void h_free_loaded(int n, char **names, lt_tensor **ts, int nmeta, char **keys, char **values);
 lt_tensor *h_f64(int ndim, const int64_t *shape, const double *data);
 
 #endif
