@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_step.h"
 #include "bench_time.h"
 
 
@@ -48,15 +49,11 @@ int main(int argc, char **argv) {
     float loss_v = 0;
     for (int s = 0; s < steps; s++) {
         double t0 = bench_now_s();
-        lt_tensor *logits = lt_model_forward(m, x);
-        lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
-        lt_free(logits);
-        if (!loss || lt_backward(loss) || lt_optim_step(opt)) {
+        lt_tensor *loss = bench_train_step(m, opt, x, y);
+        if (!loss) {
             fprintf(stderr, "bench_conv: %s\n", lt_error_message());
             return 1;
         }
-        lt_optim_zero_grad(opt);
-        lt_mark_step();
         t[s] = bench_now_s() - t0;
         lt_to_host(loss, &loss_v, sizeof loss_v);
         lt_free(loss);

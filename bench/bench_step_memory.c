@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "bench_step.h"
+
 static double max_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -36,15 +38,11 @@ int main(void) {
     lt_metrics_reset();
     double rss0 = max_rss_mib();
     for (int s = 0; s < 5; s++) {
-        lt_tensor *logits = lt_model_forward(m, x);
-        lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
-        lt_free(logits);
-        if (!loss || lt_backward(loss) || lt_optim_step(opt)) {
+        lt_tensor *loss = bench_train_step(m, opt, x, y);
+        if (!loss) {
             fprintf(stderr, "bench_step_memory: %s\n", lt_error_message());
             return 1;
         }
-        lt_optim_zero_grad(opt);
-        lt_mark_step();
         lt_free(loss);
     }
     printf("lazytensor resnet20 bs128: peak RSS growth over 5 steps %.1f MiB, PeakBytes %.1f MiB\n",
