@@ -1,11 +1,27 @@
 #!/bin/sh
 # Installs, with apt-get, only the Debian packages that are missing.
-# The build itself needs cmake and a C compiler; oneDNN, zlib and the
-# Fashion-MNIST data are used when present (the tests pass without them).
+# The build itself needs cmake and a C compiler; oneDNN, zlib, MPI, Python,
+# the image codecs and the datasets are used when present (the build passes
+# without them; the tests that need one say so and are skipped).
+#   install-deps.sh          what `make test` needs
+#   install-deps.sh fuzz     also clang and its sanitizer/fuzzer runtime
+#   install-deps.sh bench    also PyTorch (with OpenBLAS) for the comparisons
 set -e
-PKGS="cmake gcc make zlib1g-dev libdnnl-dev dataset-fashion-mnist"
-# `install-deps.sh fuzz`: also clang and its sanitizer/fuzzer runtime.
-[ "${1:-}" = fuzz ] && PKGS="$PKGS clang libclang-rt-14-dev"
+# core build and the Fashion-MNIST data
+PKGS="cmake gcc make pkg-config zlib1g-dev libdnnl-dev dataset-fashion-mnist"
+# several processes (src/dist): OpenMPI
+PKGS="$PKGS libopenmpi-dev openmpi-bin"
+# the Python package (python/): Debian's CPython 3.11, NumPy, pytest; its
+# tests exchange tensors with PyTorch and load torchvision's state_dicts
+PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch python3-torchvision libopenblas0-pthread"
+# image folders (src/data): JPEG, PNG, and PIL as the decoding oracle
+PKGS="$PKGS libturbojpeg0-dev libspng-dev python3-pil"
+# the default text corpus (--data text)
+PKGS="$PKGS fortunes"
+case "${1:-}" in
+fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+bench) PKGS="$PKGS libtorch-dev" ;;
+esac
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
