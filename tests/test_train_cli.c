@@ -171,6 +171,16 @@ TEST(plot_svg) {
     CHECK(strstr(out, "<svg") && strstr(out, "</svg>") && strstr(out, "<polyline") && strstr(out, "execute"));
 }
 
+/* Evaluation on fake data: a small test set (1000 images) by default, at the
+ * training batch size (16 here: 63 batches), with progress lines. */
+TEST(fake_eval_defaults) {
+    static char out[1 << 16];
+    CHECK(run(out, sizeof out, true, "train --data fake --model mlp --batch-size 16 --steps 2 --log-every 50") == 0);
+    CHECK_MSG(strstr(out, "evaluating: batch 1/63 ") && strstr(out, "evaluating: batch 50/63 ") &&
+                  strstr(out, "evaluating: batch 63/63 "),
+              "no evaluation progress over 63 batches: %s", out);
+}
+
 int main(int argc, char **argv) {
     cli = argc > 1 ? argv[1] : getenv("LT_CLI") ? getenv("LT_CLI") : "./lazytensor";
     if (access(cli, X_OK)) {
@@ -186,6 +196,7 @@ int main(int argc, char **argv) {
     RUN(loss_falls);
     RUN(resume_continues_curve);
     RUN(plot_svg);
+    RUN(fake_eval_defaults);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
     return h_report();

@@ -82,6 +82,8 @@ void progress_init(progress *p, FILE *f, int64_t total, int64_t every);
 void progress_update(progress *p, int64_t step, double loss, double img_s, double trace_ms, double exec_ms,
                      double eta_s);
 void progress_done(progress *p);
+/* Evaluation: batch `b` of p->total done, `images` images so far. */
+void progress_eval(progress *p, int64_t b, int64_t images);
 
 /* report.c */
 void report_json(FILE *f, const run_stats *st);

@@ -24,7 +24,7 @@ void opts_defaults(cli_opts *o) {
     o->momentum = 0.9;
     o->lr_schedule = "cosine";
     o->test_size = -1;
-    o->eval_batch = 1000;
+    o->eval_batch = 0; /* the training batch: evaluation never needs more memory than training */
     o->log_every = 50;
 }
 
@@ -57,8 +57,8 @@ static const struct opt {
     {"backend", "NAME", STR, O(backend), "ref|cpu", "execution backend (sets LT_BACKEND)", "cpu"},
     {"augment", NULL, FLAG, O(augment), NULL, "random crop (pad 2) and horizontal flip", "off"},
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
-     "all"},
-    {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "1000"},
+     "all; fake: 1000"},
+    {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},
     {"save", "PATH", STR, O(save), NULL, "write a safetensors checkpoint (model, optimizer, step) at the end",
      "none"},
     {"resume", "PATH", STR, O(resume), NULL, "start from a checkpoint; continues its step count and loss curve",
@@ -171,8 +171,8 @@ int opts_parse(cli_opts *o, int argc, char **argv) {
         }
         if (set(op, o, v)) return -1;
     }
-    if (o->batch_size < 1 || o->eval_batch < 1 || o->epochs < 1 || o->log_every < 1) {
-        fprintf(stderr, "lazytensor: --batch-size, --eval-batch, --epochs and --log-every must be at least 1\n");
+    if (o->batch_size < 1 || o->epochs < 1 || o->log_every < 1) {
+        fprintf(stderr, "lazytensor: --batch-size, --epochs and --log-every must be at least 1\n");
         return -1;
     }
     if (o->image_size && (o->image_size < 8 || o->image_size > 1024)) {

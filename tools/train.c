@@ -26,8 +26,10 @@ static int open_data(const cli_opts *o, data_set *tr, data_set *te) {
     if (!strcmp(o->data, "fake")) {
         bool big = big_model(o->model); /* ImageNet-like for the ImageNet models */
         int c = big ? 3 : 1, hw = o->image_size ? o->image_size : big ? 224 : 28, classes = big ? 1000 : 10;
+        /* A small test set: fake data is for benchmarking, and 10,000 images at
+         * 224x224 took minutes to evaluate after seconds of training. */
         if (data_fake_init(tr, 60000, c, hw, classes, o->seed) ||
-            data_fake_init(te, 10000, c, hw, classes, o->seed ^ 0x7e57u))
+            data_fake_init(te, DATA_FAKE_TEST_SIZE, c, hw, classes, o->seed ^ 0x7e57u))
             goto fail;
     } else {
         if (o->image_size && o->image_size != 28) {
@@ -60,11 +62,15 @@ static double lr_at(const cli_opts *o, int64_t step, int64_t total) {
     return o->lr;
 }
 
-/* Test accuracy in percent; NAN when there is nothing to evaluate. */
-static double evaluate(cli_net *net, const data_set *te, const cli_opts *o) {
+/* Test accuracy in percent; NAN when there is nothing to evaluate. The
+ * batch follows the training batch unless --eval-batch says otherwise;
+ * progress goes to `human` (NULL: quiet). */
+static double evaluate(cli_net *net, const data_set *te, const cli_opts *o, FILE *human) {
     if (te->n <= 0) return NAN;
     data_loader l;
-    if (data_loader_init(&l, te, o->eval_batch, o->seed, false, false)) return NAN;
+    if (data_loader_init(&l, te, o->eval_batch ? o->eval_batch : o->batch_size, o->seed, false, false)) return NAN;
+    progress pg;
+    progress_init(&pg, human, (te->n + l.batch - 1) / l.batch, o->log_every);
     double correct = 0;
     for (int64_t b = 0;; b++) {
         int64_t rows = data_loader_fill(&l, 0, b);
@@ -74,7 +80,9 @@ static double evaluate(cli_net *net, const data_set *te, const cli_opts *o) {
         lt_tensor *s = lt_sum(eq, 0, NULL, false);
         correct += lt_item(s);
         lt_free(x), lt_free(y), lt_free(lg), lt_free(am), lt_free(eq), lt_free(s);
+        progress_eval(&pg, b + 1, b * l.batch + rows);
     }
+    progress_done(&pg);
     data_loader_free(&l);
     return lt_error() ? NAN : 100.0 * correct / (double)te->n;
 }
@@ -134,7 +142,8 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
         progress_update(&pg, step + 1, lv, (double)(st->steps * l.batch) / el, (t2 - t1) * 1e3,
                         (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
         if (b == nb - 1 || step + 1 == total) { /* end of an epoch, or of the run */
-            double acc = evaluate(net, te, o);
+            progress_done(&pg);
+            double acc = evaluate(net, te, o, human ? stderr : NULL);
             if (!isnan(acc)) {
                 st->acc[st->nacc] = acc;
                 st->acc_step[st->nacc++] = step + 1;
@@ -205,7 +214,7 @@ int cmd_eval(const cli_opts *o) {
     int64_t step = 0;
     int rc = !net || net_load(net, o->model, o->resume, &step);
     if (!rc) {
-        double t0 = cli_now(), acc = evaluate(net, &te, o);
+        double t0 = cli_now(), acc = evaluate(net, &te, o, o->report ? NULL : stderr);
         if (isnan(acc)) {
             fprintf(stderr, "lazytensor: evaluation failed: %s\n", lt_error() ? lt_error_message() : "no test images");
             rc = 1;

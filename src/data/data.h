@@ -48,6 +48,7 @@ typedef struct data_set {
 int data_fashion_load(data_set *ds, const char *dir, bool train);
 /* Fake images generated on the fly, deterministic per (seed, index); each
  * class has its own pattern under the noise, so a model can learn it. */
+#define DATA_FAKE_TEST_SIZE 1000 /* the fake test set (the training set: 60,000) */
 int data_fake_init(data_set *ds, int64_t n, int c, int hw, int classes, uint64_t seed);
 void data_set_free(data_set *ds);
 /* Writes sample i's pixels (c*h*w bytes) and returns its label. */
