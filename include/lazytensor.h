@@ -61,7 +61,9 @@ extern "C" {
 #define LT_MAX_DIMS 8
 
 typedef struct lt_tensor lt_tensor;
-typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL } lt_dtype;
+/* LT_BF16: bfloat16 (the top 16 bits of a float32), stored as uint16_t;
+ * conversions round to nearest even and keep NaN a NaN. */
+typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16 } lt_dtype;
 
 /* Error codes returned by lt_error(). */
 enum lt_status {

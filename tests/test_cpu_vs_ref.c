@@ -19,8 +19,15 @@ static uint64_t rnd(void) {
 static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
 static double runif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
+/* Dtypes drawn at random: every lt_dtype, bfloat16 (the last) included. */
+#define NDT 6
+/* The bfloat16 pass (TEST(every_op_bf16)): every float tensor the cases
+ * ask for is made bfloat16, and each compared op counts in covered_bf16. */
+static int g_bf16;
+
 /* A materialized tensor of random values; `pos` keeps floats positive. */
 static lt_tensor *rand_tensor(lt_dtype dt, int nd, const int64_t *shape, int pos) {
+    if (g_bf16 && (dt == LT_F32 || dt == LT_F64)) dt = LT_BF16;
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= shape[i];
     unsigned char *buf = malloc((size_t)(n ? n : 1) * 8);
@@ -33,6 +40,7 @@ static lt_tensor *rand_tensor(lt_dtype dt, int nd, const int64_t *shape, int pos
         case LT_I32: ((int32_t *)buf)[i] = (int32_t)(v * 3); break;
         case LT_I64: ((int64_t *)buf)[i] = (int64_t)(v * 3); break;
         case LT_BOOL: buf[i] = v > 0; break;
+        case LT_BF16: ((uint16_t *)buf)[i] = bf16_from_f32((float)v); break;
         }
     }
     lt_tensor *t = lt_from_data(buf, dt, nd, shape);
@@ -51,7 +59,7 @@ static lt_tensor *noncontig(lt_tensor *t) {
 }
 
 static int64_t g_ops_run, g_ops_skipped;
-static int covered[LT_OP_COUNT];
+static int covered[LT_OP_COUNT], covered_bf16[LT_OP_COUNT];
 
 /* Runs make() on backend b and reads its result as doubles. */
 typedef lt_tensor *(*maker)(void *ctx);
@@ -110,7 +118,10 @@ static int differential(const char *what, int op, maker make, void *ctx, double 
     if (c) {
         CHECK_MSG(nr == nc && dr == dc, "%s: numel/dtype differ", what);
         if (nr == nc) {
-            double t = (dr == LT_F32) ? tol : (dr == LT_F64 ? tol * 1e-6 : 0);
+            /* bfloat16: both sides round the same float math to 8 bits;
+             * they may differ by a rounding (2^-8 relative) where the
+             * math before it differed in float's last bits. */
+            double t = dr == LT_F32 ? tol : dr == LT_F64 ? tol * 1e-6 : dr == LT_BF16 ? 1e-2 : 0;
             compare(what, r, c, nr, t);
         }
     }
@@ -118,6 +129,7 @@ static int differential(const char *what, int op, maker make, void *ctx, double 
     free(c);
     lt_clear_error();
     if (op >= 0) covered[op] = 1;
+    if (op >= 0 && g_bf16) covered_bf16[op] = 1;
     g_ops_run++;
     return 1;
 }
@@ -202,11 +214,11 @@ static void elementwise_op(int op) {
             nd[0] = nd[j];
             nd[j] = t;
         }
-        ectx e = {op, {NULL, NULL, NULL}, {0, 0}, (lt_dtype)rint_(5)};
+        ectx e = {op, {NULL, NULL, NULL}, {0, 0}, (lt_dtype)rint_(NDT)};
         lt_tensor *hold[6] = {0};
         int pos = op == LT_OP_LOG || op == LT_OP_SQRT || op == LT_OP_RSQRT || op == LT_OP_POW || op == LT_OP_POW_SCALAR;
         for (int j = 0; j < (arity > 0 ? arity : 1); j++) {
-            lt_dtype dt = (lt_dtype)rint_(5);
+            lt_dtype dt = (lt_dtype)rint_(NDT);
             if (op == LT_OP_WHERE && j == 0) dt = LT_BOOL;
             if (trial % 3 == 0 && j > 0) dt = lt_dtype_of(e.in[0]); /* matching dtypes: the common case */
             hold[j] = rand_tensor(dt, nd[j], s[j], pos);
@@ -258,7 +270,7 @@ static void reduce_op(int op) {
         rctx r = {op, rint_(nd + 1), {0}, rint_(2), NULL, NULL};
         for (int i = 0; i < r.naxes; i++) r.axes[i] = i;
         if (op >= LT_OP_ARGMAX) r.axes[0] = rint_(nd);
-        r.x = rand_tensor((lt_dtype)rint_(5), nd, s, 0);
+        r.x = rand_tensor((lt_dtype)rint_(NDT), nd, s, 0);
         snprintf(what, sizeof what, "%s trial %d", g_ops[op].name, trial);
         differential(what, op, make_reduce, &r, 1e-5);
         lt_free(r.x);
@@ -336,7 +348,7 @@ static lt_tensor *make_view(void *p) {
 static void view_cases(void) {
     char what[64];
     for (int kind = 0; kind < 7; kind++)
-        for (int dt = 0; dt < 5; dt++) {
+        for (int dt = 0; dt < NDT; dt++) {
             int64_t s[3] = {4, 5, 3};
             vctx v = {kind, rand_tensor((lt_dtype)dt, 3, s, 0), NULL, rint_(2), 0};
             int64_t rs_[2] = {5, 3};
@@ -828,7 +840,7 @@ static void gather_case(int trial) {
         is[d] = d == dim ? (as[d] ? rint_(7) : 0) : rint_((int)as[d] + 1);
         ss[d] = is[d] + rint_(2);
     }
-    lt_dtype dt = trial % 2 ? LT_F32 : (lt_dtype)rint_(5);
+    lt_dtype dt = trial % 2 ? LT_F32 : (lt_dtype)rint_(NDT);
     c.dim = rint_(2) ? dim : dim - nd;
     c.temps = dtype_is_float(dt) && rint_(3) == 0;
     c.a = keep(&h, rand_tensor(dt, nd, as, 0), 3);
@@ -850,7 +862,7 @@ static void index_case(int trial) {
     int64_t M = zero_d ? 1 : as[dim] ? rint_(8) : 0;
     memcpy(ss, as, sizeof ss);
     ss[dim] = M;
-    lt_dtype dt = trial % 2 ? LT_F32 : (lt_dtype)rint_(5);
+    lt_dtype dt = trial % 2 ? LT_F32 : (lt_dtype)rint_(NDT);
     c.dim = rint_(2) ? dim : dim - nd;
     c.temps = dtype_is_float(dt) && rint_(3) == 0;
     c.a = keep(&h, rand_tensor(dt, nd, as, 0), 3);
@@ -873,7 +885,7 @@ static void embedding_case(int trial) {
     if (nd && rint_(6) == 0) is[rint_(nd)] = 0;
     memcpy(gs, is, sizeof gs);
     gs[nd] = D;
-    lt_dtype dt = trial % 3 ? LT_F32 : (lt_dtype)rint_(5);
+    lt_dtype dt = trial % 3 ? LT_F32 : (lt_dtype)rint_(NDT);
     int64_t ws[2] = {V, D};
     c.temps = dtype_is_float(dt) && rint_(3) == 0;
     c.a = keep(&h, rand_tensor(dt, 2, ws, 0), 3);
@@ -993,6 +1005,7 @@ static void strided_grad_case(int trial) {
         c.vnd = 2;
         c.voff = rint_(2);
         v[1] = 1 + rint_(n - c.voff < 3 ? (int)(n - c.voff) : 3);
+        if (c.voff == 0 && v[1] == n) v[1] = n - 1; /* one window (1, n) from 0 would be the base */
         if (v[1] == 1) c.voff = 1; /* else (n, 1) from 0 would be the base */
         c.vstr[1] = 1;
         c.vstr[0] = v[1] == 1 ? 1 : 1 + rint_((int)v[1] - 1); /* windows overlap */
@@ -1163,9 +1176,35 @@ TEST(donation_in_place_update) {
  * NN ops without fast cpu kernels (losses, dropout, indexing,
  * AS_STRIDED_BACKWARD) run the reference kernel on both sides, around
  * which the cpu backend's plan, views and runtime scalars still differ. */
+/* Every case again with bfloat16 in place of every float tensor: each op
+ * must be compared in bfloat16 too (fewer trials: the same code paths). */
+TEST(every_op_bf16) {
+    g_bf16 = 1;
+    for (int op = 0; op < LT_OP_COUNT; op++)
+        if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
+    int ops[] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_MAX, LT_OP_MIN, LT_OP_ARGMAX, LT_OP_ARGMIN, LT_OP_SOFTMAX, LT_OP_LOG_SOFTMAX};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) reduce_op(ops[i]);
+    matmul_cases();
+    view_cases();
+    for (int t = 0; t < 12; t++) conv_case(t, t % 4 == 3);
+    for (int t = 0; t < 10; t++) pool_case(t);
+    for (int t = 0; t < 12; t++) bn_case(t);
+    for (int t = 0; t < 8; t++) linear_case(t);
+    for (int t = 0; t < 10; t++) gather_case(t);
+    for (int t = 0; t < 10; t++) index_case(t);
+    for (int t = 0; t < 10; t++) embedding_case(t);
+    for (int t = 0; t < 10; t++) loss_case(t);
+    for (int t = 0; t < 8; t++) mse_case(t);
+    for (int t = 0; t < 8; t++) dropout_case(t);
+    for (int t = 0; t < 12; t++) strided_grad_case(t);
+    g_bf16 = 0;
+}
+
 TEST(coverage) {
-    for (int op = 1; op < LT_OP_COUNT; op++)
+    for (int op = 1; op < LT_OP_COUNT; op++) {
         if (!covered[op]) h_fail(__FILE__, __LINE__, "op %s never compared", g_ops[op].name);
+        if (!covered_bf16[op]) h_fail(__FILE__, __LINE__, "op %s never compared in bfloat16", g_ops[op].name);
+    }
     printf("  %lld cases compared, %lld rejected by the api (dtype rules)\n", (long long)g_ops_run,
            (long long)g_ops_skipped);
 }
@@ -1181,6 +1220,7 @@ int main(void) {
     RUN(nn_losses_indexing_dropout);
     RUN(random_programs);
     RUN(donation_in_place_update);
+    RUN(every_op_bf16);
     RUN(coverage);
     return h_report();
 }

@@ -6,17 +6,36 @@
 
 #include <stdint.h>
 
-#define NDT 5
-static const lt_dtype ALL[NDT] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL};
+#define NDT 6
+static const lt_dtype ALL[NDT] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16};
 
-static int is_fl(lt_dtype d) { return d == LT_F32 || d == LT_F64; }
+static int is_fl(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }
+
+/* bfloat16 written out here, independently of the library: the top 16
+ * bits of the float, rounded to nearest even; NaN stays NaN. */
+static uint16_t to_bf16(double x) {
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f != f) return (uint16_t)(u >> 16 | 0x40);
+    uint32_t low = u & 0xffff, up = u >> 16;
+    if (low > 0x8000 || (low == 0x8000 && (up & 1))) up++;
+    return (uint16_t)up;
+}
+static double from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static int fl_width(lt_dtype d) { return d == LT_BF16 ? 2 : d == LT_F32 ? 4 : 8; }
 static int cat_of(lt_dtype d) { return d == LT_BOOL ? 0 : is_fl(d) ? 2 : 1; }
 
 /* PyTorch's result_type for two tensors of the same dim-category. */
 static lt_dtype promote(lt_dtype a, lt_dtype b) {
     if (a == b) return a;
     if (cat_of(a) != cat_of(b)) return cat_of(a) > cat_of(b) ? a : b;
-    return cat_of(a) == 2 ? LT_F64 : LT_I64;
+    return cat_of(a) == 2 ? (fl_width(a) > fl_width(b) ? a : b) : LT_I64;
 }
 /* A C double is a Python float: ints and bools go to float32. */
 static lt_dtype with_scalar(lt_dtype a) { return is_fl(a) ? a : LT_F32; }
@@ -29,6 +48,7 @@ static double round_to(lt_dtype d, double x) {
     case LT_I32: return (double)(int32_t)(int64_t)x;
     case LT_I64: return (double)(int64_t)x;
     case LT_BOOL: return x != 0;
+    case LT_BF16: return from_bf16(to_bf16(x));
     }
     return x;
 }
@@ -45,6 +65,7 @@ static lt_tensor *mk(lt_dtype d, int nd, const int64_t *shape, const double *v) 
         case LT_I32: ((int32_t *)raw)[i] = (int32_t)v[i]; break;
         case LT_I64: ((int64_t *)raw)[i] = (int64_t)v[i]; break;
         case LT_BOOL: raw[i] = v[i] != 0; break;
+        case LT_BF16: ((uint16_t *)raw)[i] = to_bf16(v[i]); break;
         }
     }
     lt_tensor *t = lt_from_data(raw, d, nd, shape);
@@ -239,6 +260,9 @@ TEST(promotion_table) {
         {LT_I64, LT_I64, lt_div, LT_F32}, {LT_BOOL, LT_I32, lt_add, LT_I32}, {LT_BOOL, LT_F32, lt_mul, LT_F32},
         {LT_I64, LT_F32, lt_add, LT_F32}, {LT_I32, LT_F64, lt_sub, LT_F64},  {LT_F32, LT_I64, lt_lt, LT_BOOL},
         {LT_F64, LT_F64, lt_eq, LT_BOOL}, {LT_BOOL, LT_BOOL, lt_add, LT_BOOL},
+        /* bfloat16: with a wider float gives the wider; with an integer or bool stays bfloat16 */
+        {LT_BF16, LT_F32, lt_add, LT_F32}, {LT_F64, LT_BF16, lt_mul, LT_F64}, {LT_BF16, LT_I64, lt_add, LT_BF16},
+        {LT_I32, LT_BF16, lt_div, LT_BF16}, {LT_BOOL, LT_BF16, lt_sub, LT_BF16}, {LT_BF16, LT_BF16, lt_lt, LT_BOOL},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         lt_tensor *a = mk(T[i].a, 1, s, v), *b = mk(T[i].b, 1, s, v);
@@ -459,6 +483,33 @@ TEST(cast_all_pairs) {
     expect_full("cast empty", r, LT_I64, 2, z, NULL, 0);
     lt_free(r);
     lt_free(a);
+}
+
+/* float32 -> bfloat16 bit by bit: ties to even (both directions), carries
+ * into the exponent, overflow to inf, signed zero, NaN kept a NaN, and
+ * float64 going through float32 (as PyTorch converts); then back. */
+TEST(bf16_rounding) {
+    static const uint32_t in[] = {0x3f808000, 0x3f818000, 0x3f808001, 0x3f80ffff, 0x3fffffff, 0x7f7fffff, 0x80000000,
+                                  0x7fc00000, 0xff800001, 0x00010000, 0xbf7f8000};
+    static const uint16_t want[] = {0x3f80, 0x3f82, 0x3f81, 0x3f81, 0x4000, 0x7f80, 0x8000,
+                                    0x7fc0, 0xffc0, 0x0001, 0xbf80};
+    enum { N = sizeof in / sizeof in[0] };
+    int64_t s[1] = {N};
+    lt_tensor *a = lt_from_data(in, LT_F32, 1, s), *h = lt_to_dtype(a, LT_BF16);
+    uint16_t got[N] = {0};
+    CHECK(h && lt_dtype_of(h) == LT_BF16 && lt_to_host(h, got, sizeof got) == 0);
+    for (int i = 0; i < N; i++) CHECK_MSG(got[i] == want[i], "element %d: %#x -> %#x, want %#x", i, in[i], got[i], want[i]);
+    lt_tensor *b = lt_to_dtype(h, LT_F32);
+    uint32_t back[N] = {0};
+    CHECK(b && lt_to_host(b, back, sizeof back) == 0);
+    for (int i = 0; i < N; i++) CHECK_MSG(back[i] == (uint32_t)want[i] << 16 || (i == 8 && back[i] == 0xffc00000u),
+                                          "element %d back: %#x", i, back[i]);
+    /* 1 + 2^-8 + 2^-30 in double: float32 rounds it to the tie 1 + 2^-8, which goes to even (1) */
+    double d = 1 + 0x1p-8 + 0x1p-30;
+    int64_t one[1] = {1};
+    lt_tensor *c = lt_from_data(&d, LT_F64, 1, one), *ch = lt_to_dtype(c, LT_BF16);
+    CHECK(ch && lt_item(ch) == 1.0);
+    lt_free(a), lt_free(h), lt_free(b), lt_free(c), lt_free(ch);
 }
 
 /* ---- lerp, where, addcmul, addcdiv ----------------------------------------------- */
@@ -1260,6 +1311,7 @@ int main(void) {
     RUN(scalar_ops_all_dtypes);
     RUN(clamp_all_dtypes);
     RUN(cast_all_pairs);
+    RUN(bf16_rounding);
     RUN(lerp_values);
     RUN(where_values);
     RUN(addcmul_addcdiv_values);

@@ -78,6 +78,35 @@ TEST(header_layout) {
     lt_free(t);
 }
 
+/* bfloat16 is "BF16": two bytes an element, the bits kept exactly. */
+TEST(bf16_round_trip) {
+    uint16_t v[3] = {0x3fc0 /* 1.5 */, 0xff80 /* -inf */, 0x7fc1 /* a NaN */};
+    int64_t s[1] = {3};
+    lt_tensor *t = lt_from_data(v, LT_BF16, 1, s);
+    const char *nm[1] = {"h"};
+    CHECK(lt_save_safetensors(g_path, 1, nm, &t) == 0);
+    FILE *f = fopen(g_path, "rb");
+    unsigned char buf[256];
+    size_t got = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint64_t hl = 0;
+    for (int k = 7; k >= 0; k--) hl = (hl << 8) | buf[k];
+    CHECK(got == 8 + hl + 6);
+    CHECK(!memcmp(buf + 8, "{\"h\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,6]}}", 53));
+    char **ln;
+    lt_tensor **lts;
+    int n = lt_load_safetensors(g_path, &ln, &lts);
+    CHECK(n == 1);
+    if (n == 1) {
+        uint16_t back[3] = {0};
+        CHECK(lt_dtype_of(lts[0]) == LT_BF16);
+        CHECK(lt_to_host(lts[0], back, sizeof back) == 0);
+        CHECK(!memcmp(back, v, sizeof v));
+        h_free_loaded(n, ln, lts, 0, NULL, NULL);
+    }
+    lt_free(t);
+}
+
 static int parses(const char *s) {
     json v;
     char err[128];
@@ -271,6 +300,7 @@ int main(void) {
     snprintf(g_path, sizeof g_path, "st_test_%d.safetensors", (int)getpid());
     RUN(round_trip_all_dtypes);
     RUN(header_layout);
+    RUN(bf16_round_trip);
     RUN(json_strict);
     RUN(rejects_malformed);
     RUN(bool_bytes_checked);

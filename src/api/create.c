@@ -51,6 +51,7 @@ static lt_tensor *random_fill(const char *fn, lt_dtype dtype, int ndim, const in
     for (int64_t i = 0; i < n; i++) {
         double v = normal ? rng_normal() : rng_uniform();
         if (dtype == LT_F32) ((float *)buf->data)[i] = (float)v;
+        else if (dtype == LT_BF16) ((uint16_t *)buf->data)[i] = bf16_from_f32((float)v);
         else ((double *)buf->data)[i] = v;
     }
     return func_new_data(buf, dtype, ndim, shape);
@@ -81,6 +82,7 @@ lt_tensor *lt_arange(double start, double end, double step, lt_dtype dtype) {
         case LT_I32: ((int32_t *)buf->data)[i] = (int32_t)v; break;
         case LT_I64: ((int64_t *)buf->data)[i] = (int64_t)v; break;
         case LT_BOOL: ((uint8_t *)buf->data)[i] = v != 0; break;
+        case LT_BF16: ((uint16_t *)buf->data)[i] = bf16_from_f32((float)v); break;
         }
     }
     return func_new_data(buf, dtype, 1, shape);

@@ -261,6 +261,7 @@ double lt_item(lt_tensor *t) {
         int32_t i32;
         int64_t i64;
         uint8_t b;
+        uint16_t bf;
     } v;
     if (lt_to_host(t, &v, dtype_size((lt_dtype)t->dtype))) return NAN;
     switch ((lt_dtype)t->dtype) {
@@ -269,6 +270,7 @@ double lt_item(lt_tensor *t) {
     case LT_I32: return v.i32;
     case LT_I64: return (double)v.i64;
     case LT_BOOL: return v.b;
+    case LT_BF16: return bf16_to_f32(v.bf);
     }
     return NAN;
 }

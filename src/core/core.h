@@ -81,11 +81,27 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 
 /* ---- dtypes (dtype.c) ---- */
 static inline size_t dtype_size(lt_dtype d) {
-    static const size_t sz[] = {4, 8, 4, 8, 1};
+    static const size_t sz[] = {4, 8, 4, 8, 1, 2};
     return sz[d];
 }
-static inline int dtype_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64; }
-static inline int dtype_valid(int d) { return d >= LT_F32 && d <= LT_BOOL; }
+static inline int dtype_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }
+static inline int dtype_valid(int d) { return d >= LT_F32 && d <= LT_BF16; }
+/* bfloat16 <-> float32 as PyTorch's c10::BFloat16 does: round to nearest
+ * even; a NaN stays a NaN (quiet, sign kept) instead of rounding to inf. */
+static inline uint16_t bf16_from_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* f rounded to the nearest bfloat16, kept as a float. */
+static inline float bf16_round(float f) { return bf16_to_f32(bf16_from_f32(f)); }
 lt_dtype dtype_promote(lt_dtype a, lt_dtype b);    /* PyTorch's result_type for tensors */
 lt_dtype dtype_with_scalar(lt_dtype a);            /* tensor op Python float */
 int dtype_can_cast(lt_dtype from, lt_dtype to);    /* PyTorch's canCast */

@@ -7,8 +7,8 @@ lt_dtype dtype_promote(lt_dtype a, lt_dtype b) {
     if (a == b) return a;
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;
-    /* same category, different width */
-    if (ca == 2) return LT_F64;
+    /* same category, different width: the wider (bf16 < f32 < f64) */
+    if (ca == 2) return dtype_size(a) > dtype_size(b) ? a : b;
     return LT_I64;
 }
 
@@ -23,7 +23,7 @@ int dtype_can_cast(lt_dtype from, lt_dtype to) {
 }
 
 const char *dtype_name(lt_dtype d) {
-    static const char *n[] = {"float32", "float64", "int32", "int64", "bool"};
+    static const char *n[] = {"float32", "float64", "int32", "int64", "bool", "bfloat16"};
     return dtype_valid((int)d) ? n[d] : "invalid";
 }
 size_t lt_dtype_size(lt_dtype d) {

@@ -53,6 +53,13 @@ double *h_read(lt_tensor *t) {
         case LT_I32: out[i] = ((int32_t *)raw)[i]; break;
         case LT_I64: out[i] = (double)((int64_t *)raw)[i]; break;
         case LT_BOOL: out[i] = raw[i]; break;
+        case LT_BF16: { /* the top half of a float */
+            uint32_t u = (uint32_t)((uint16_t *)raw)[i] << 16;
+            float f;
+            memcpy(&f, &u, 4);
+            out[i] = f;
+            break;
+        }
         }
     }
     free(raw);

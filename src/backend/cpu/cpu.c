@@ -174,6 +174,11 @@ static void strided_copy(char *contig, char *win, size_t es, int nd, const int64
             for (int64_t j = 0; j < inner; j++)
                 if (to_window) ww[j * s] = cc[j];
                 else cc[j] = ww[j * s];
+        } else if (es == 2) {
+            uint16_t *cc = (uint16_t *)(void *)c, *ww = (uint16_t *)(void *)w;
+            for (int64_t j = 0; j < inner; j++)
+                if (to_window) ww[j * s] = cc[j];
+                else cc[j] = ww[j * s];
         } else {
             for (int64_t j = 0; j < inner; j++)
                 if (to_window) w[j * s] = c[j];

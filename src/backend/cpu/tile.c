@@ -47,22 +47,29 @@ static int tile_op(int op) {
     }
 }
 
+/* The register type of a floating dtype: bfloat16 computes in float32
+ * registers (loads widen, results round to bfloat16 in the register, stores
+ * narrow), so bf16 and f32 members share one group and a cast between them
+ * is a rounding in registers, never a pass over memory. */
+static int reg_type(lt_dtype d) { return d == LT_BF16 ? LT_F32 : (int)d; }
+
 /* Floating compute only: integer math (wrapping, saturating casts) stays
  * with the reference kernels. The node's value must be representable in the
- * register type: its own dtype is that type, or BOOL (kept as 0/1). */
+ * register type: its own dtype is that type (or bfloat16 in float), or BOOL
+ * (kept as 0/1). */
 int tile_member_type(const exec_graph *g, const gnode *y) {
     if (!tile_op(y->op) || y->nin > 3) return -1;
     lt_dtype d = (lt_dtype)y->dtype;
-    if (y->op == LT_OP_FILL) return dtype_is_float(d) ? (int)d : -1;
+    if (y->op == LT_OP_FILL) return dtype_is_float(d) ? reg_type(d) : -1;
     lt_dtype dts[3];
     for (int i = 0; i < y->nin; i++) dts[i] = (lt_dtype)g->nodes[y->in[i]].dtype;
     if (y->op == LT_OP_CAST) {
-        if (dtype_is_float(d)) return (int)d; /* loads convert any input */
-        return d == LT_BOOL && dtype_is_float(dts[0]) ? (int)dts[0] : -1;
+        if (dtype_is_float(d)) return reg_type(d); /* loads convert any input */
+        return d == LT_BOOL && dtype_is_float(dts[0]) ? reg_type(dts[0]) : -1;
     }
     lt_dtype cd = ir_compute_dtype(y->op, y->nin, dts);
     if (!dtype_is_float(cd) || (d != cd && d != LT_BOOL)) return -1;
-    return (int)cd;
+    return reg_type(cd);
 }
 
 size_t tile_scratch_bytes(const tprog *p) { return (size_t)p->nregs * TILE * (p->rtype == LT_F32 ? 4 : 8); }

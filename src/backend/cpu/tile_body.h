@@ -24,8 +24,28 @@ static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t o
         break;
     }
     case LT_BOOL: CONVERT_LOOP(uint8_t); break;
+    case LT_BF16: { /* exact: a bfloat16 is the top half of a float */
+        const uint16_t *s_ = (const uint16_t *)src + off;
+        if (step == 1) {
+            OMP_SIMD for (int64_t i = 0; i < n; i++) dst[i] = (T)bf16_to_f32(s_[i]);
+        } else {
+            for (int64_t i = 0; i < n; i++) dst[i] = (T)bf16_to_f32(s_[i * step]);
+        }
+        break;
+    }
     }
 #undef CONVERT_LOOP
+}
+
+/* n floats, each already a bfloat16 value, to bfloat16 (truncation is
+ * exact here). */
+static void FN(store_bf16)(uint16_t *restrict o, const T *restrict v, int64_t n) {
+    OMP_SIMD for (int64_t i = 0; i < n; i++) {
+        float f = (float)v[i];
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        o[i] = (uint16_t)(u >> 16);
+    }
 }
 
 static void FN(load_general)(const tprog *p, const tload *l, T *restrict dst, const void *src, int64_t i0, int64_t n) {
@@ -169,6 +189,9 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_ADDCDIV: LOOP(DX + ds0 * (DY / DZ)); break;
         default: LT_ASSERT(0 && "not a tile op"); break;
         }
+        /* A bfloat16 node's value is rounded as the reference stores it;
+         * its register (float: see reg_type) keeps the rounded value. */
+        if (t->dtype == LT_BF16) OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = (T)bf16_round((float)d[i]);
     }
     for (int j = 0; j < p->nstore; j++) {
         const tstore *s = &p->stores[j];
@@ -176,6 +199,8 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         if (s->dtype == LT_BOOL) {
             uint8_t *restrict o = (uint8_t *)out[j] + i0;
             OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = v[i] != (T)0;
+        } else if (s->dtype == LT_BF16) { /* already rounded: the top half */
+            FN(store_bf16)((uint16_t *)out[j] + i0, v, n);
         } else if (!direct[j]) {
             memcpy((T *)out[j] + i0, v, (size_t)n * sizeof(T));
         }

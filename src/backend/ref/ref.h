@@ -25,12 +25,13 @@ static inline double ld_f(const void *p, lt_dtype d, int64_t i) {
     case LT_I32: return ((const int32_t *)p)[i];
     case LT_I64: return (double)((const int64_t *)p)[i];
     case LT_BOOL: return ((const uint8_t *)p)[i];
+    case LT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     }
     return 0;
 }
 static inline int64_t ld_i(const void *p, lt_dtype d, int64_t i) {
     switch (d) {
-    case LT_F32: case LT_F64: {
+    case LT_F32: case LT_F64: case LT_BF16: {
         double v = ld_f(p, d, i);
         if (v != v) return 0;
         if (v >= 9.2233720368547758e18) return INT64_MAX;
@@ -50,12 +51,15 @@ static inline void st_i(void *p, lt_dtype d, int64_t i, int64_t v) {
     case LT_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
     case LT_I64: ((int64_t *)p)[i] = v; break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case LT_BF16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
     }
 }
 static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
     switch (d) {
     case LT_F32: ((float *)p)[i] = (float)v; break;
     case LT_F64: ((double *)p)[i] = v; break;
+    /* through float, as PyTorch converts a double to bfloat16 */
+    case LT_BF16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LT_I32: case LT_I64: {
         int64_t x = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
