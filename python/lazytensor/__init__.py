@@ -1,0 +1,29 @@
+"""lazytensor: a lazy-tensor runtime with a PyTorch-shaped Python API.
+
+Every tensor call records one IR node in the C library; values are computed
+at a sync point (``mark_step()``, or reading a value with ``item()``,
+``numpy()``, ``tolist()``, ``print``), where the pending graph is compiled
+once and then found in a cache.
+
+The ``_C`` extension is a thin layer over ``include/lazytensor.h``; this
+package adds only what is naturally Python (nn.Module, optimizer classes,
+reprs). No numerics are done here.
+"""
+from . import _C
+from ._tensor import Tensor, Size
+from ._C import float32, float64, int32, int64, bool, dtype  # noqa: A004 (torch's names)
+from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange, rand, randn,
+                        zeros_like, ones_like, full_like, empty_like, rand_like, randn_like)
+from ._autograd import no_grad, is_grad_enabled
+from ._functions import (cat, stack, where, matmul, lerp, maximum, minimum, exp, log, sqrt, rsqrt, abs, relu,
+                         tanh, sigmoid, neg, clamp, sum, mean, amax, amin, argmax, argmin, softmax, log_softmax,
+                         addcmul, addcdiv, flatten, transpose, permute, reshape, unsqueeze, squeeze, diagonal,
+                         from_dlpack, numel)
+from ._runtime import mark_step, metrics_report, metric, metrics_reset, manual_seed, save, load
+
+float = float32  # noqa: A001 (torch.float)
+double = float64
+long = int64
+int = int32  # noqa: A001
+
+__all__ = [n for n in dir() if not n.startswith("_")]
