@@ -249,6 +249,18 @@ lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b);                  /* mean */
 lt_tensor *lt_gather(lt_tensor *a, int dim, lt_tensor *index);       /* index int64 */
 lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index); /* index 1-D int64 */
 lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices);      /* (V, D), int64 (...) -> (..., D) */
+/* Transformers (issue 16). */
+lt_tensor *lt_erf(lt_tensor *a);
+lt_tensor *lt_erf_(lt_tensor *a);                                    /* returns a */
+lt_tensor *lt_gelu(lt_tensor *x, bool tanh_form);                    /* tanh_form: approximate='tanh' */
+/* Normalizes over the last nnorm dims of x (PyTorch's normalized_shape =
+ * those dims); weight and bias have that shape, or are NULL. */
+lt_tensor *lt_layer_norm(lt_tensor *x, int nnorm, lt_tensor *weight, lt_tensor *bias, double eps);
+/* softmax(scale q k^T [+ causal mask]) v with dropout p on the probabilities
+ * (seeded by lt_manual_seed); q, k, v one shape (..., T, D); scale 0 means
+ * 1/sqrt(D). The cpu backend never materializes the (T, T) matrix. */
+lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p,
+                                           double scale);
 
 /* ---- tensor files ----------------------------------------------------------------- */
 /* safetensors format; the write goes to PATH.tmp, is flushed and renamed. */
@@ -318,6 +330,11 @@ double lt_optim_get(const lt_optim *o, int group, const char *name);
 void   lt_optim_set_lr(lt_optim *o, double lr);                             /* every group */
 int    lt_optim_step(lt_optim *o);                                          /* 0 = ok; traces, does not sync */
 void   lt_optim_zero_grad(lt_optim *o);                                     /* lt_zero_grad on each parameter */
+/* torch.nn.utils.clip_grad_norm_: scales the gradients of params (those
+ * that have one) in place by min(1, max_norm / (total_norm + 1e-6)).
+ * Returns a new 0-d handle holding the total 2-norm, still lazy (no sync),
+ * or NULL with an error set (no parameter has a gradient: a 0 norm). */
+lt_tensor *lt_clip_grad_norm_(int n, lt_tensor *const *params, double max_norm);
 /* Checkpoints. State tensors are named "<slot>.<i>", i = the parameter's index
  * over all groups in order: SGD "momentum_buffer.<i>"; Adam/AdamW "exp_avg.<i>",
  * "exp_avg_sq.<i>", "max_exp_avg_sq.<i>" (amsgrad). lt_optim_state fills up to

@@ -226,6 +226,18 @@ static lt_tensor *f_embedding(lt_tensor **x) {
     return free_ret(lt_embedding(x[0], ix), ix, NULL);
 }
 
+F(f_erf, lt_erf(x[0]))
+F(f_gelu, lt_gelu(x[0], false))
+F(f_gelu_tanh, lt_gelu(x[0], true))
+F(f_layer_norm, lt_layer_norm(x[0], 1, x[1], x[2], 1e-5))
+F(f_layer_norm2, lt_layer_norm(x[0], 2, NULL, x[1], 1e-3))
+F(f_attn, lt_scaled_dot_product_attention(x[0], x[1], x[2], false, 0, 0))
+F(f_attn_causal, lt_scaled_dot_product_attention(x[0], x[1], x[2], true, 0, 0.7))
+static lt_tensor *f_attn_dropout(lt_tensor **x) {
+    lt_manual_seed(7); /* the same mask at every evaluation */
+    return lt_scaled_dot_product_attention(x[0], x[1], x[2], true, 0.3, 0);
+}
+
 static const gc_case cases[] = {
     {"add bcast", f_add, 2, {2, 1}, {{2, 3}, {3}}, -1, 1},
     {"sub bcast", f_sub, 2, {3, 2}, {{2, 1, 3}, {4, 1}}, -1, 1},
@@ -306,6 +318,14 @@ static const gc_case cases[] = {
     {"gather", f_gather, 1, {2}, {{2, 3}}, -1, 1},
     {"index_select", f_index_select, 1, {2}, {{3, 2}}, -1, 1},
     {"embedding", f_embedding, 1, {2}, {{5, 3}}, -1, 1},
+    {"erf", f_erf, 1, {2}, {{2, 3}}, -2, 2},
+    {"gelu", f_gelu, 1, {2}, {{2, 3}}, -3, 3},
+    {"gelu tanh", f_gelu_tanh, 1, {2}, {{2, 3}}, -3, 3},
+    {"layer_norm", f_layer_norm, 3, {3, 1, 1}, {{2, 2, 5}, {5}, {5}}, -1, 1},
+    {"layer_norm 2 dims", f_layer_norm2, 2, {3, 2}, {{2, 2, 3}, {2, 3}}, -1, 1},
+    {"attention", f_attn, 3, {3, 3, 3}, {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}, -1, 1},
+    {"attention causal", f_attn_causal, 3, {4, 4, 4}, {{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 3}}, -1, 1},
+    {"attention dropout", f_attn_dropout, 3, {3, 3, 3}, {{2, 5, 2}, {2, 5, 2}, {2, 5, 2}}, -1, 1},
 };
 
 static lt_tensor *from(const double *v, int nd, const int64_t *sh) { return lt_from_data(v, LT_F64, nd, sh); }

@@ -179,6 +179,9 @@ static lt_tensor *make_elem(void *p) {
     case LT_OP_ADDCMUL: return lt_addcmul(x[0], x[1], x[2], e->sc[0]);
     case LT_OP_ADDCDIV: return lt_addcdiv(x[0], x[1], x[2], e->sc[0]);
     case LT_OP_FILL: return lt_full(e->sc[0], e->to, lt_ndim(x[0]), lt_shape(x[0]));
+    case LT_OP_ERF: return lt_erf(x[0]);
+    case LT_OP_GELU: return lt_gelu(x[0], e->sc[0] != 0);
+    case LT_OP_GELU_BWD: return nn_gelu_backward(x[0], x[1], e->sc[0] != 0);
     default: return NULL;
     }
 }
@@ -233,7 +236,8 @@ static void elementwise_op(int op) {
         e.sc[1] = e.sc[0] + scal[rint_(7)];
         if (op == LT_OP_CLAMP && rint_(4) == 0) e.sc[0] = -INFINITY;
         int tr = op == LT_OP_EXP || op == LT_OP_LOG || op == LT_OP_POW || op == LT_OP_POW_SCALAR ||
-                 op == LT_OP_TANH || op == LT_OP_SIGMOID;
+                 op == LT_OP_TANH || op == LT_OP_SIGMOID || op == LT_OP_ERF || op == LT_OP_GELU ||
+                 op == LT_OP_GELU_BWD;
         snprintf(what, sizeof what, "%s trial %d", g_ops[op].name, trial);
         differential(what, op, make_elem, &e, tr ? 2e-5 : 2e-6);
         for (int j = 0; j < 6; j++) lt_free(hold[j]);
@@ -1043,6 +1047,126 @@ TEST(nn_losses_indexing_dropout) {
     for (int t = 0; t < 36; t++) strided_grad_case(t);
 }
 
+/* ---- transformer ops (issue 16) ----------------------------------------------
+ * Layer norm over 1 or 2 trailing dims, with and without weight and bias;
+ * attention over (..., T, D) with T across the cpu kernel's tile sizes
+ * (32 query rows, 64 keys), head dims that are not a multiple of the
+ * vector width, causal or not, with dropout; the backward ops; the total
+ * norm of several tensors. Operands are sometimes computed in the graph
+ * (temps) or read through views. */
+
+typedef struct tctx {
+    int op, nnorm, causal, temps;
+    lt_tensor *x, *w, *b, *g, *q, *k, *v, *o, *list[3];
+    double p, seed;
+} tctx;
+
+static lt_tensor *make_tf(void *p) {
+    tctx *c = p;
+    lt_tensor *x = c->temps ? lt_mul_scalar(c->x, 1.5) : c->x, *r = NULL;
+    switch (c->op) {
+    case LT_OP_LAYER_NORM: r = lt_layer_norm(x, c->nnorm, c->w, c->b, 1e-5); break;
+    case LT_OP_LN_BWD_INPUT: r = nn_layer_norm_backward_input(c->g, x, c->w, c->nnorm, 1e-5); break;
+    case LT_OP_LN_BWD_PARAMS: r = nn_layer_norm_backward_params(c->g, x, c->nnorm, 1e-5); break;
+    case LT_OP_ATTENTION:
+        lt_manual_seed((uint64_t)c->seed);
+        r = lt_scaled_dot_product_attention(x, c->k, c->v, c->causal, c->p, 0);
+        break;
+    case LT_OP_ATTENTION_BWD: r = nn_attention_backward(c->g, x, c->k, c->v, c->o, c->causal, 0, c->p, c->seed); break;
+    case LT_OP_GRAD_NORM: {
+        lt_tensor *l[3] = {x, c->list[1], c->list[2]};
+        r = nn_total_norm(3, l);
+        break;
+    }
+    }
+    if (x != c->x) lt_free(x);
+    return r;
+}
+
+static void tf_diff(tctx *c, int trial, const char *extra) {
+    char what[128];
+    snprintf(what, sizeof what, "%s trial %d %s", g_ops[c->op].name, trial, extra);
+    CHECK_MSG(differential(what, c->op, make_tf, c, 2e-4), "%s: rejected by the api", what);
+}
+
+static void tf_free(tctx *c) {
+    lt_tensor *all[] = {c->x, c->w, c->b, c->g, c->k, c->v, c->o, c->list[1], c->list[2]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lt_free(all[i]);
+}
+
+static void layer_norm_case(int trial) {
+    tctx c = {0};
+    int64_t s[4];
+    int nd = 1 + rint_(3);
+    for (int d = 0; d < nd; d++) s[d] = 1 + rint_(d == nd - 1 ? 70 : 5);
+    lt_dtype dt = trial % 4 == 3 ? LT_F64 : LT_F32;
+    c.nnorm = nd > 1 && rint_(3) == 0 ? 2 : 1;
+    c.temps = rint_(3) == 0;
+    c.x = rand_tensor(dt, nd, s, 0);
+    if (rint_(3)) c.w = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
+    if (rint_(3)) c.b = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
+    c.g = rand_tensor(dt, nd, s, 0);
+    int ops[3] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS};
+    for (int i = 0; i < 3; i++) {
+        c.op = ops[i];
+        tf_diff(&c, trial, "");
+    }
+    tf_free(&c);
+}
+
+static void attention_case(int trial) {
+    tctx c = {0};
+    static const int64_t Ds[] = {1, 3, 5, 8, 17, 33, 64};
+    int64_t s[4] = {1 + rint_(2), 1 + rint_(3), 1 + rint_(trial % 3 == 2 ? 140 : 40), Ds[rint_(7)]};
+    int nd = 2 + rint_(3);
+    int64_t *sp = s + 4 - nd;
+    lt_dtype dt = trial % 5 == 4 ? LT_F64 : LT_F32;
+    c.causal = trial % 2;
+    c.p = trial % 3 == 1 ? 0.3 : 0;
+    c.seed = (double)(rnd() >> 11);
+    c.temps = rint_(3) == 0;
+    c.x = rand_tensor(dt, nd, sp, 0);
+    c.k = rand_tensor(dt, nd, sp, 0);
+    c.v = rand_tensor(dt, nd, sp, 0);
+    if (rint_(3) == 0) { /* a value read through a view */
+        lt_tensor *nv = noncontig(c.v);
+        lt_free(c.v);
+        c.v = nv;
+    }
+    c.g = rand_tensor(dt, nd, sp, 0);
+    c.o = lt_scaled_dot_product_attention(c.x, c.k, c.v, c.causal, 0, 0);
+    char extra[64];
+    snprintf(extra, sizeof extra, "(T %lld D %lld causal %d p %g)", (long long)sp[nd - 2], (long long)sp[nd - 1],
+             c.causal, c.p);
+    c.op = LT_OP_ATTENTION;
+    tf_diff(&c, trial, extra);
+    c.op = LT_OP_ATTENTION_BWD;
+    tf_diff(&c, trial, extra);
+    tf_free(&c);
+}
+
+static void grad_norm_case(int trial) {
+    tctx c = {0};
+    int64_t s[3][LT_MAX_DIMS];
+    int nd[3];
+    lt_dtype dt = trial % 3 == 2 ? LT_F64 : LT_F32;
+    for (int i = 0; i < 3; i++) nd[i] = rand_shape(s[i]);
+    if (trial % 4 == 0) nd[0] = 1, s[0][0] = 100000; /* the parallel sum */
+    c.x = rand_tensor(dt, nd[0], s[0], 0);
+    c.list[1] = rand_tensor(dt, nd[1], s[1], 0);
+    c.list[2] = rand_tensor(dt, nd[2], s[2], 0);
+    c.temps = rint_(2);
+    c.op = LT_OP_GRAD_NORM;
+    tf_diff(&c, trial, "");
+    tf_free(&c);
+}
+
+TEST(transformer_ops) {
+    for (int t = 0; t < 24; t++) layer_norm_case(t);
+    for (int t = 0; t < 30; t++) attention_case(t);
+    for (int t = 0; t < 8; t++) grad_norm_case(t);
+}
+
 /* ---- random whole programs ------------------------------------------------ */
 
 #define POOL 6
@@ -1218,6 +1342,7 @@ int main(void) {
     RUN(views_scatters_cat);
     RUN(nn_ops);
     RUN(nn_losses_indexing_dropout);
+    RUN(transformer_ops);
     RUN(random_programs);
     RUN(donation_in_place_update);
     RUN(every_op_bf16);

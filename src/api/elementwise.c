@@ -136,7 +136,16 @@ BINARY(minimum, MINIMUM) BINARY_(minimum, MINIMUM)
 BINARY(pow, POW) BINARY_(pow, POW)
 BINARY(eq, EQ) BINARY(ne, NE) BINARY(lt, LT) BINARY(le, LE) BINARY(gt, GT) BINARY(ge, GE)
 UNARY(neg, NEG) UNARY(exp, EXP) UNARY(log, LOG) UNARY(sqrt, SQRT) UNARY(rsqrt, RSQRT)
-UNARY(abs, ABS) UNARY(relu, RELU) UNARY(tanh, TANH) UNARY(sigmoid, SIGMOID)
+UNARY(abs, ABS) UNARY(relu, RELU) UNARY(tanh, TANH) UNARY(sigmoid, SIGMOID) UNARY(erf, ERF)
+
+/* PyTorch's gelu takes floating tensors only. */
+lt_tensor *lt_gelu(lt_tensor *x, bool tanh_form) {
+    double s = tanh_form;
+    if (x && x->magic == LT_HANDLE_MAGIC && !dtype_is_float((lt_dtype)x->dtype))
+        return err_set(LT_ERR_DTYPE, "lt_gelu: argument 'a' must be a floating dtype, got %s",
+                       dtype_name((lt_dtype)x->dtype));
+    return api_elementwise("lt_gelu", LT_OP_GELU, 1, &x, 1, &s, NULL);
+}
 SCALAR(add_scalar, ADD_SCALAR) SCALAR(mul_scalar, MUL_SCALAR) SCALAR(pow_scalar, POW_SCALAR)
 
 lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi) {

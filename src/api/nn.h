@@ -98,6 +98,33 @@
  *   saves indices
  *   dw    nn_embedding_backward(g, indices, V)
  *
+ * erf  lt_erf(a): ELEMWISE ERF; saves a; da = g * 2/sqrt(pi) * exp(-a^2)
+ *
+ * gelu  lt_gelu(x, tanh_form): ELEMWISE GELU sc [tanh_form]
+ *   saves x
+ *   dx    nn_gelu_backward(g, x, tanh_form)  (GELU_BWD (g, x) sc [tanh_form])
+ *
+ * layer_norm  lt_layer_norm(x, nnorm, w, b, eps): normalizes over the last
+ *   nnorm dims of x (PyTorch's normalized_shape); w, b of that shape or NULL
+ *   node  LAYER_NORM (x[, w][, b]) ia [nnorm, has_w, has_b] sc [eps]
+ *   saves x, w
+ *   dx    nn_layer_norm_backward_input(g, x, w, nnorm, eps)
+ *   dw,db nn_layer_norm_backward_params(g, x, nnorm, eps) -> (2, normalized
+ *         shape) [dw; db]: lt_select(r, 0, 0) / (r, 0, 1)
+ *   (both recompute each row's mean and variance from x)
+ *
+ * attention  lt_scaled_dot_product_attention(q, k, v, causal, p, scale)
+ *   q, k, v one shape (..., T, D); scale 0 means 1/sqrt(D); dropout p on
+ *   the probabilities with a seed drawn like dropout's (nn_attention
+ *   returns it)
+ *   node  ATTENTION (q, k, v) ia [causal, bits of the double scale] sc [p, seed]
+ *   saves q, k, v and the output
+ *   dq,dk,dv nn_attention_backward(g, q, k, v, out, causal, scale, p, seed)
+ *         -> (3, ..., T, D): lt_select(r, 0, i)
+ *
+ * total norm  nn_total_norm(n, tensors) -> () the 2-norm of all elements
+ *   node  GRAD_NORM (tensors...); not differentiable (lt_clip_grad_norm_)
+ *
  * Out-of-range indices (gather, index_select, embedding, losses) cannot be
  * reported at run time: the forward reads 0 for them, the backward skips
  * them, and no kernel reads or writes outside its buffers.
@@ -155,5 +182,16 @@ lt_tensor *nn_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b)
 lt_tensor *nn_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights);
+
+/* transformers (nn_transformer.c) */
+lt_tensor *nn_gelu_backward(lt_tensor *grad_out, lt_tensor *x, bool tanh_form);
+lt_tensor *nn_layer_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, int nnorm, double eps);
+lt_tensor *nn_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int nnorm, double eps);
+/* seed_out (may be NULL): the dropout seed drawn (0 without dropout). */
+lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
+                        double *seed_out);
+lt_tensor *nn_attention_backward(lt_tensor *grad_out, lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *out,
+                                 bool causal, double scale, double dropout_p, double seed);
+lt_tensor *nn_total_norm(int n, lt_tensor *const *tensors);
 
 #endif

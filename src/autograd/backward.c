@@ -141,13 +141,15 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_BN_APPLY: case LT_OP_LINEAR: case LT_OP_DROPOUT: case LT_OP_NLL_LOSS: case LT_OP_CROSS_ENTROPY:
     case LT_OP_MSE_LOSS: case LT_OP_GATHER: case LT_OP_INDEX_SELECT: case LT_OP_EMBEDDING:
         return ag_bw_nn(f, g, gi);
+    case LT_OP_ERF: case LT_OP_GELU: case LT_OP_LAYER_NORM: case LT_OP_ATTENTION: return ag_bw_transformer(f, g, gi);
     /* not differentiable: never recorded (no GRAD flag, or an integer result) */
     case LT_OP_DATA: case LT_OP_FILL: case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT:
     case LT_OP_GE: case LT_OP_ARGMAX: case LT_OP_ARGMIN: case LT_OP_COUNT:
     case LT_OP_CONV2D_BWD_INPUT: case LT_OP_CONV2D_BWD_WEIGHT: case LT_OP_MAX_POOL2D_BWD: case LT_OP_AVG_POOL2D_BWD:
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: case LT_OP_BN_STATS: case LT_OP_BN_BWD_INPUT: case LT_OP_BN_BWD_PARAMS:
     case LT_OP_NLL_LOSS_BWD: case LT_OP_CROSS_ENTROPY_BWD: case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD:
-    case LT_OP_AS_STRIDED_BACKWARD:
+    case LT_OP_AS_STRIDED_BACKWARD: case LT_OP_GELU_BWD: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS:
+    case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
         break;
     }
     LT_ASSERT(0 && "backward of an op that is not differentiable");

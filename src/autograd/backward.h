@@ -30,5 +30,6 @@ int ag_bw_cat(ag_fn *f, lt_tensor *g, lt_tensor **gi);
 int ag_bw_strided(ag_fn *f, lt_tensor *g, lt_tensor **gi);  /* AS_STRIDED */
 int ag_bw_scatter(ag_fn *f, lt_tensor *g, lt_tensor **gi);  /* AS_STRIDED_SCATTER */
 int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi);       /* the NN ops (bw_nn.c) */
+int ag_bw_transformer(ag_fn *f, lt_tensor *g, lt_tensor **gi); /* ERF GELU LAYER_NORM ATTENTION */
 
 #endif

@@ -103,7 +103,9 @@ lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in) {
         for (int i = 1; i < nin; i++) p = dtype_promote(p, in[i]);
         return dtype_with_scalar(p);
     case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_TANH: case LT_OP_SIGMOID:
+    case LT_OP_ERF: case LT_OP_GELU:
         return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_GELU_BWD: p = dtype_promote(in[0], in[1]); return dtype_is_float(p) ? p : LT_F32;
     case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: case LT_OP_POW:
     case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
         return dtype_promote(in[0], in[1]);

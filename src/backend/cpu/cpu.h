@@ -142,6 +142,9 @@ void cpu_dnnl_free(cpu_dnnl *d);
  * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked);
+/* The transformer ops (transformer.c), float32: layer norm and its backward
+ * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
+int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 /* K_BN_BWD (float32 only): y the BN_BWD_INPUT node; dx and the (2, C) sums. */
 void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
                      int blocked);

@@ -227,6 +227,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], out, blocked); return 0;
     case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL, blocked); return 0;
     case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out, blocked); return 0;
+    case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
+    case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
+        return cpu_transformer_run(g, y, in, sc, out);
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
 }

@@ -5,6 +5,7 @@
 #include "cpu.h"
 
 #include "simd.h"
+#include "../ref/ref.h" /* ref_gelu: one formula for both backends */
 
 /* The loops once per instruction set, chosen at run time (the build has no
  * -march: CI machines differ). gcc vectorizes each copy for its ISA. */
@@ -40,7 +41,7 @@ static int tile_op(int op) {
     case LT_OP_GE: case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP:
     case LT_OP_NEG: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS:
     case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
-    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ERF: case LT_OP_GELU: case LT_OP_GELU_BWD:
         return 1;
     default:
         return 0;

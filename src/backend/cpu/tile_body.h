@@ -176,6 +176,9 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_RELU: LOOP(X > 0 || X != X ? X : (T)0); break;
         case LT_OP_TANH: LOOP(tanh(DX)); break;
         case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-DX))); break;
+        case LT_OP_ERF: LOOP(erf(DX)); break;
+        case LT_OP_GELU: LOOP(ref_gelu(DX, ds0 != 0)); break;
+        case LT_OP_GELU_BWD: LOOP(DX * ref_gelu_grad(DY, ds0 != 0)); break; /* (g, x) */
         case LT_OP_CAST:
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);

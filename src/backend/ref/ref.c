@@ -54,6 +54,11 @@ int ref_scratch_reserve(const exec_graph *g) {
             for (int i = 0; i < y->nin; i++) /* cross-entropy: one row of its logits */
                 if ((size_t)g->nodes[y->in[i]].numel > need) need = (size_t)g->nodes[y->in[i]].numel;
             break;
+        case LT_OP_ATTENTION: case LT_OP_ATTENTION_BWD: {
+            size_t t = (size_t)ref_attention_scratch(y);
+            if (t > need) need = t;
+            break;
+        }
         default: break;
         }
     }
@@ -87,7 +92,7 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP: case LT_OP_NEG:
     case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS: case LT_OP_RELU:
     case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
-    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ERF: case LT_OP_GELU: case LT_OP_GELU_BWD:
         ref_elementwise(y, in, sc, out);
         break;
     case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_ARGMAX: case LT_OP_ARGMIN:
@@ -122,6 +127,13 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_SCATTER_ADD: ref_scatter_add(y, in, out); break;
     case LT_OP_INDEX_SELECT: case LT_OP_EMBEDDING: ref_index_select(y, in, out); break;
     case LT_OP_INDEX_ADD: ref_index_add(y, in, out); break;
+    /* transformers (ref_nn_transformer.c) */
+    case LT_OP_LAYER_NORM: ref_layer_norm(y, in, sc, out); break;
+    case LT_OP_LN_BWD_INPUT: ref_ln_bwd_input(y, in, sc, out); break;
+    case LT_OP_LN_BWD_PARAMS: ref_ln_bwd_params(y, in, sc, out); break;
+    case LT_OP_ATTENTION: ref_attention(y, in, sc, out); break;
+    case LT_OP_ATTENTION_BWD: ref_attention_bwd(y, in, sc, out); break;
+    case LT_OP_GRAD_NORM: ref_grad_norm(y, in, out); break;
     }
 }
 

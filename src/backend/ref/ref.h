@@ -74,6 +74,21 @@ static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, l
     else st_i(dst, dd, j, ld_i(src, sd, i));
 }
 
+/* GELU and its derivative (issue 16), in double, shared by the reference
+ * and the cpu tile kernels so that both compute the same function.
+ * tanh_form: PyTorch's approximate='tanh'. */
+static inline double ref_gelu(double x, int tanh_form) {
+    if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+}
+static inline double ref_gelu_grad(double x, int tanh_form) {
+    if (tanh_form) {
+        double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3 * 0.044715 * x * x);
+    }
+    return 0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
+}
+
 /* Kernels. `sc` holds the node's scalars with runtime values resolved. */
 /* Any op's reference kernel (the dispatch of ref.c; other backends fall back to it). */
 void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out);

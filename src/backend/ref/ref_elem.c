@@ -35,6 +35,9 @@ static double f_apply(int op, const double *x, const double *s) {
     case LT_OP_RELU: return a > 0 || a != a ? a : 0.0;
     case LT_OP_TANH: return tanh(a);
     case LT_OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
+    case LT_OP_ERF: return erf(a);
+    case LT_OP_GELU: return ref_gelu(a, s[0] != 0);
+    case LT_OP_GELU_BWD: return a * ref_gelu_grad(b, s[0] != 0); /* (g, x) */
     case LT_OP_CAST: return a;
     case LT_OP_LERP: /* PyTorch's two-sided formula */
         return fabs(s[0]) < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);

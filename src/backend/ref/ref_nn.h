@@ -30,6 +30,14 @@ void ref_gather(const gnode *y, const ref_arg *in, void *out);
 void ref_scatter_add(const gnode *y, const ref_arg *in, void *out);
 void ref_index_select(const gnode *y, const ref_arg *in, void *out); /* also EMBEDDING */
 void ref_index_add(const gnode *y, const ref_arg *in, void *out);
+/* Transformers (ref_nn_transformer.c); the attrs are next to each kernel. */
+void ref_layer_norm(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_ln_bwd_input(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_ln_bwd_params(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_attention(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_attention_bwd(const gnode *y, const ref_arg *in, const double *sc, void *out);
+int64_t ref_attention_scratch(const gnode *y); /* doubles of ref_scratch either attention kernel needs */
+void ref_grad_norm(const gnode *y, const ref_arg *in, void *out);
 
 /* The dropout mask, shared by every backend so that all of them (and the
  * backward, which reruns DROPOUT with the same seed) drop the same
@@ -42,6 +50,36 @@ static inline double nn_dropout_uniform(uint64_t seed, int64_t i) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Attention's geometry and dropout, read the same way by every backend:
+ * q (..., T, D) is BH problems of (T, D); ia [causal, bits of the double
+ * scale]; sc [dropout p, seed]. A kept probability is scaled by keep. */
+typedef struct nn_att {
+    int64_t BH, T, D;
+    int causal;
+    double scale, p, keep;
+    uint64_t seed;
+} nn_att;
+
+static inline nn_att nn_att_of(const gnode *y, int qndim, const int64_t *qshape, int64_t qnumel, const double *sc) {
+    nn_att a;
+    a.T = qshape[qndim - 2];
+    a.D = qshape[qndim - 1];
+    a.BH = a.T > 0 && a.D > 0 ? qnumel / (a.T * a.D) : 0;
+    a.causal = (int)y->ia[0];
+    memcpy(&a.scale, &y->ia[1], sizeof a.scale);
+    a.p = sc[0];
+    a.keep = sc[0] < 1 ? 1.0 / (1.0 - sc[0]) : 0.0;
+    a.seed = (uint64_t)sc[1];
+    return a;
+}
+
+/* The dropout factor of probability (bh, i, j): the mask above over the
+ * (..., T, T) probabilities. */
+static inline double nn_att_drop(const nn_att *a, int64_t bh, int64_t i, int64_t j) {
+    if (a->p == 0) return 1.0;
+    return nn_dropout_uniform(a->seed, (bh * a->T + i) * a->T + j) >= a->p ? a->keep : 0.0;
 }
 
 #endif

@@ -1,0 +1,145 @@
+/* Transformer pieces (issue 16) beyond the per-op oracles of
+ * test_cpu_vs_ref and test_autograd: the float32 kernels really are the
+ * fast ones, attention's memory grows linearly in T, clip_grad_norm_ stays
+ * lazy and matches its definition, a tied weight sums both gradients. */
+#include "harness.h"
+
+static uint64_t lcg = 99;
+static double urand(void) { /* [-1, 1) */
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(lcg >> 11) * 0x1.0p-53 * 2 - 1;
+}
+static lt_tensor *rand_f(lt_dtype dt, int nd, const int64_t *s) {
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= s[i];
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = urand();
+    lt_tensor *t = lt_from_data(v, LT_F64, nd, s), *c = lt_to_dtype(t, dt);
+    free(v);
+    lt_free(t);
+    return c;
+}
+
+/* Forward and backward of layer norm + attention in float32 run no
+ * reference kernel: every op has its cpu kernel. */
+TEST(float32_kernels_are_the_fast_ones) {
+    int64_t s[4] = {2, 3, 70, 24};
+    lt_tensor *x = rand_f(LT_F32, 4, s), *w = rand_f(LT_F32, 1, s + 3);
+    lt_set_requires_grad(x, true);
+    lt_set_requires_grad(w, true);
+    double f0 = lt_metric("FallbackOps");
+    lt_tensor *h = lt_layer_norm(x, 1, w, NULL, 1e-5);
+    lt_tensor *a = lt_scaled_dot_product_attention(h, h, h, true, 0.1, 0);
+    lt_tensor *l = lt_sum(a, 0, NULL, false);
+    CHECK(lt_backward(l) == 0);
+    lt_tensor *gx = lt_grad(x), *gw = lt_grad(w);
+    lt_tensor *nrm = lt_clip_grad_norm_(2, (lt_tensor *[]){x, w}, 0.5);
+    lt_mark_step();
+    CHECK_MSG(lt_metric("FallbackOps") == f0, "%g ops ran the reference kernel", lt_metric("FallbackOps") - f0);
+    CHECK(gx && gw && nrm && lt_item(nrm) > 0);
+    lt_free(nrm), lt_free(l), lt_free(a), lt_free(h), lt_free(w), lt_free(x);
+    CHECK_NO_ERR();
+}
+
+/* The forward's peak memory at T = 256, 512, 1024: inputs and output are
+ * O(T D); a materialized (T, T) score matrix would quadruple with each
+ * doubling (at T = 1024 it alone would be 4x the inputs and output). */
+TEST(attention_memory_is_linear_in_t) {
+    double peak[3];
+    for (int k = 0; k < 3; k++) {
+        int64_t T = 256 << k, s[4] = {1, 2, T, 32};
+        lt_tensor *q = rand_f(LT_F32, 4, s), *kk = rand_f(LT_F32, 4, s), *v = rand_f(LT_F32, 4, s);
+        lt_mark_step();
+        lt_metrics_reset();
+        lt_tensor *o = lt_scaled_dot_product_attention(q, kk, v, true, 0, 0);
+        lt_mark_step();
+        peak[k] = lt_metric("PeakBytes");
+        lt_free(o), lt_free(q), lt_free(kk), lt_free(v);
+    }
+    printf("  attention forward PeakBytes at T 256/512/1024: %.0f %.0f %.0f\n", peak[0], peak[1], peak[2]);
+    CHECK_MSG(peak[1] <= 2.2 * peak[0] && peak[2] <= 2.2 * peak[1], "peak bytes grow faster than T: %g %g %g",
+              peak[0], peak[1], peak[2]);
+}
+
+/* clip_grad_norm_: the norm of every gradient together, each gradient
+ * scaled by min(1, max / (norm + 1e-6)); nothing executes until a sync. */
+TEST(clip_grad_norm) {
+    int64_t s1[2] = {3, 4}, s2[1] = {5};
+    lt_tensor *p1 = rand_f(LT_F64, 2, s1), *p2 = rand_f(LT_F64, 1, s2), *p3 = rand_f(LT_F64, 1, s2);
+    lt_set_requires_grad(p1, true), lt_set_requires_grad(p2, true), lt_set_requires_grad(p3, true);
+    lt_tensor *a = lt_mul_scalar(p1, 3.0), *b = lt_mul(p2, p2);
+    lt_tensor *la = lt_sum(a, 0, NULL, false), *lb = lt_sum(b, 0, NULL, false), *l = lt_add(la, lb);
+    CHECK(lt_backward(l) == 0);
+    double *g2 = h_read(lt_grad(p2)), want = 12 * 9.0; /* p3 has no gradient: skipped */
+    for (int i = 0; i < 5; i++) want += g2[i] * g2[i];
+    want = sqrt(want);
+    for (int k = 0; k < 2; k++) {
+        double mx = k ? 1.0 : 1e3, coef = fmin(1.0, mx / (want + 1e-6));
+        double before = lt_metric("ExecuteTime.count");
+        lt_tensor *n = lt_clip_grad_norm_(3, (lt_tensor *[]){p1, p2, p3}, mx);
+        CHECK_MSG(lt_metric("ExecuteTime.count") == before, "clip_grad_norm_ synced");
+        CHECK(n && fabs(lt_item(n) - want) < 1e-12 * want);
+        double *g1 = h_read(lt_grad(p1)), *g2b = h_read(lt_grad(p2));
+        CHECK(fabs(g1[0] - 3 * coef) < 1e-12 && fabs(g2b[4] - g2[4] * coef) < 1e-12);
+        want *= coef;
+        for (int i = 0; i < 5; i++) g2[i] *= coef;
+        free(g1), free(g2b), lt_free(n);
+    }
+    CHECK(!lt_clip_grad_norm_(1, (lt_tensor *[]){p1}, -1));
+    CHECK_ERR(LT_ERR_ARG);
+    free(g2);
+    lt_free(l), lt_free(la), lt_free(lb), lt_free(a), lt_free(b), lt_free(p1), lt_free(p2), lt_free(p3);
+}
+
+/* A weight used by the embedding and by the output projection (GPT's tied
+ * head) gets the sum of both gradients: the same as two separate copies. */
+TEST(weight_tying_sums_both_gradients) {
+    int64_t ws[2] = {7, 4}, is[2] = {2, 3};
+    lt_tensor *w = rand_f(LT_F64, 2, ws), *w1 = lt_clone(w), *w2 = lt_clone(w);
+    lt_tensor *ix = lt_from_data((int64_t[]){1, 4, 4, 0, 6, 1}, LT_I64, 2, is);
+    lt_set_requires_grad(w, true), lt_set_requires_grad(w1, true), lt_set_requires_grad(w2, true);
+    lt_tensor *out[2];
+    for (int k = 0; k < 2; k++) {
+        lt_tensor *e = lt_embedding(k ? w1 : w, ix), *t = lt_tanh(e), *lo = lt_linear(t, k ? w2 : w, NULL);
+        lt_tensor *sq = lt_mul(lo, lo);
+        out[k] = lt_sum(sq, 0, NULL, false);
+        CHECK(lt_backward(out[k]) == 0);
+        lt_free(e), lt_free(t), lt_free(lo), lt_free(sq);
+    }
+    lt_tensor *sum = lt_add(lt_grad(w1), lt_grad(w2));
+    double *a = h_read(lt_grad(w)), *b = h_read(sum);
+    for (int i = 0; i < 28; i++) CHECK_MSG(fabs(a[i] - b[i]) < 1e-12, "element %d: %g vs %g", i, a[i], b[i]);
+    free(a), free(b);
+    lt_free(sum), lt_free(out[0]), lt_free(out[1]), lt_free(ix), lt_free(w), lt_free(w1), lt_free(w2);
+}
+
+TEST(bad_arguments) {
+    int64_t s[3] = {2, 3, 4}, s2[3] = {2, 3, 5};
+    lt_tensor *x = rand_f(LT_F32, 3, s), *y = rand_f(LT_F32, 3, s2), *i = lt_zeros(LT_I64, 3, s);
+    CHECK(!lt_layer_norm(x, 4, NULL, NULL, 1e-5));
+    CHECK_ERR(LT_ERR_ARG);
+    CHECK(!lt_layer_norm(x, 1, y, NULL, 1e-5));
+    CHECK_ERR(LT_ERR_SHAPE);
+    CHECK(!lt_layer_norm(x, 1, NULL, NULL, -1));
+    CHECK_ERR(LT_ERR_ARG);
+    CHECK(!lt_scaled_dot_product_attention(x, y, x, false, 0, 0));
+    CHECK_ERR(LT_ERR_SHAPE);
+    CHECK(!lt_scaled_dot_product_attention(x, x, x, false, 1.5, 0));
+    CHECK_ERR(LT_ERR_ARG);
+    CHECK(!lt_scaled_dot_product_attention(i, i, i, false, 0, 0));
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_gelu(i, false));
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_scaled_dot_product_attention(NULL, x, x, false, 0, 0));
+    CHECK_ERR(LT_ERR_NULL);
+    lt_free(x), lt_free(y), lt_free(i);
+}
+
+int main(void) {
+    RUN(float32_kernels_are_the_fast_ones);
+    RUN(attention_memory_is_linear_in_t);
+    RUN(clip_grad_norm);
+    RUN(weight_tying_sums_both_gradients);
+    RUN(bad_arguments);
+    return h_report();
+}
