@@ -1321,6 +1321,9 @@ TEST(every_op_bf16) {
     for (int t = 0; t < 8; t++) mse_case(t);
     for (int t = 0; t < 8; t++) dropout_case(t);
     for (int t = 0; t < 12; t++) strided_grad_case(t);
+    for (int t = 0; t < 8; t++) layer_norm_case(t);
+    for (int t = 0; t < 8; t++) attention_case(t);
+    for (int t = 0; t < 3; t++) grad_norm_case(t);
     g_bf16 = 0;
 }
 

@@ -168,10 +168,12 @@ static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double
     for (int64_t nc = 0; nc < b.N * b.C; nc++) {
         int64_t c = nc % b.C;
         double is = 1.0 / sqrt((double)st.v[c] + eps);
-        float sc = (float)(is * (w ? w[c] : 1.0)), sh = (float)((bias ? bias[c] : 0.0) - st.m[c] * is * (w ? w[c] : 1.0));
+        /* (x - m) * sc + bias, not x * sc + (bias - m * sc): far from zero
+         * with a small variance the second cancels (x * sc ~ 1e3, 1e-4 off) */
+        float sc = (float)(is * (w ? w[c] : 1.0)), m = st.m[c], sh = bias ? bias[c] : 0.0f;
         const float *xp = xs + nc * b.inner;
         float *yp = out + nc * b.inner;
-        for (int64_t k = 0; k < b.inner; k++) yp[k] = xp[k] * sc + sh;
+        for (int64_t k = 0; k < b.inner; k++) yp[k] = (xp[k] - m) * sc + sh;
     }
 }
 
