@@ -37,6 +37,13 @@ static lt_dtype promote(lt_dtype a, lt_dtype b) {
     if (cat_of(a) != cat_of(b)) return cat_of(a) > cat_of(b) ? a : b;
     return cat_of(a) == 2 ? (fl_width(a) > fl_width(b) ? a : b) : LT_I64;
 }
+/* With PyTorch's dimension categories: a 0-d operand against one with dims
+ * may raise the category, never the width. */
+static lt_dtype promote_nd(lt_dtype a, int na, lt_dtype b, int nb) {
+    if ((na == 0) == (nb == 0)) return promote(a, b);
+    lt_dtype d = na ? a : b, z = na ? b : a;
+    return cat_of(z) > cat_of(d) ? promote(d, z) : d;
+}
 /* A C double is a Python float: ints and bools go to float32. */
 static lt_dtype with_scalar(lt_dtype a) { return is_fl(a) ? a : LT_F32; }
 
@@ -151,8 +158,8 @@ static const struct {
 };
 static int is_cmp(int op) { return op >= B_EQ; }
 
-static lt_dtype bin_compute(int op, lt_dtype a, lt_dtype b) {
-    lt_dtype p = promote(a, b);
+static lt_dtype bin_compute(int op, lt_dtype a, int na, lt_dtype b, int nb) {
+    lt_dtype p = promote_nd(a, na, b, nb);
     if (op == B_DIV && !is_fl(p)) return LT_F32; /* true division */
     return p;
 }
@@ -205,11 +212,11 @@ static void run_binary_case(int op, lt_dtype da, lt_dtype db, int na, const int6
     snprintf(what, sizeof what, "%s(%s%dd, %s%dd)", BIN[op].name, lt_dtype_name(da), na, lt_dtype_name(db), nb);
     lt_tensor *a = mk(da, na, sa, AV), *b = mk(db, nb, sb, op == B_POW ? PV : BV);
     lt_tensor *r = BIN[op].f(a, b);
-    if (op == B_SUB && da == LT_BOOL && db == LT_BOOL) { /* PyTorch: bool - bool is an error */
+    if (op == B_SUB && (da == LT_BOOL || db == LT_BOOL)) { /* PyTorch: subtracting a bool is an error */
         CHECK_MSG(!r && lt_error() == LT_ERR_DTYPE, "%s: expected a dtype error", what);
         lt_clear_error();
     } else {
-        lt_dtype cd = bin_compute(op, da, db), od = is_cmp(op) ? LT_BOOL : cd;
+        lt_dtype cd = bin_compute(op, da, na, db, nb), od = is_cmp(op) ? LT_BOOL : cd;
         int64_t os[LT_MAX_DIMS];
         int no = bshape(na, sa, nb, sb, os);
         int64_t n = numel_of(no, os);
@@ -559,16 +566,18 @@ TEST(addcmul_addcdiv_values) {
     double av[6] = {1, 2, 3, 4, 5, 6}, t1[3] = {2, -4, 8}, t2[2] = {4, -0.5};
     const lt_dtype ds[3] = {LT_F32, LT_F64, LT_I32};
     for (int di = 0; di < 3; di++) {
+        /* PyTorch: value is cast to the tensors' type; integers stay integers
+         * (value truncated), only addcdiv's division needs floats. */
         lt_dtype d = ds[di], od = with_scalar(d);
-        double em[6], ed[6], val = 0.5;
+        double em[6], ed[6], val = is_fl(d) ? 0.5 : 2.7;
         for (int k = 0; k < 6; k++) {
             double x = round_to(d, av[k]), y = round_to(d, t1[k % 3]), z = round_to(d, t2[k / 3]);
-            em[k] = round_to(od, x + val * y * z);
+            em[k] = is_fl(d) ? round_to(od, x + val * y * z) : x + 2 * y * z;
             ed[k] = round_to(od, x + val * (y / z));
         }
         lt_tensor *a = mk(d, 2, sa, av), *b = mk(d, 1, s1, t1), *c = mk(d, 2, s2, t2);
         lt_tensor *rm = lt_addcmul(a, b, c, val);
-        expect_full("addcmul", rm, od, 2, sa, em, 1e-6);
+        expect_full("addcmul", rm, d, 2, sa, em, 1e-6);
         lt_free(rm);
         if (is_fl(d)) { /* addcdiv of two integer tensors is an error (test_errors) */
             lt_tensor *rd = lt_addcdiv(a, b, c, val);
@@ -594,13 +603,14 @@ TEST(inplace_binary) {
     for (int op = 0; op < B_EQ; op++)
         for (size_t p = 0; p < sizeof P / sizeof P[0]; p++) {
             lt_dtype dt = P[p].t, dop = P[p].o;
-            lt_dtype cd = bin_compute(op, dt, dop);
+            lt_dtype cd = bin_compute(op, dt, 2, dop, 1);
             const double *bvals = op == B_POW ? PV : BV;
             lt_tensor *a = mk(dt, 2, sa, AV), *b = mk(dop, 1, sb, bvals);
             lt_tensor *r = BIN[op].f_(a, b);
             char what[64];
             snprintf(what, sizeof what, "%s_(%s, %s)", BIN[op].name, lt_dtype_name(dt), lt_dtype_name(dop));
-            if (is_fl(cd) && !is_fl(dt)) { /* float result into an int tensor: error, target unchanged */
+            if ((is_fl(cd) && !is_fl(dt)) || (op == B_SUB && dop == LT_BOOL)) {
+                /* float result into an int tensor, or subtracting a bool: error, target unchanged */
                 CHECK_MSG(!r && lt_error() == LT_ERR_DTYPE, "%s: expected dtype error", what);
                 lt_clear_error();
                 double e[6];

@@ -23,11 +23,9 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
             return err_set(LT_ERR_DTYPE, "%s: argument 'cond' must be bool, got %s", fn, dtype_name(d0)), -1;
         break;
     case LT_OP_SUB:
-        if (d0 == LT_BOOL && in[1]->dtype == LT_BOOL)
-            return err_set(LT_ERR_DTYPE, "%s: arguments 'a' and 'b' are both bool: subtraction of two bool tensors is not supported", fn), -1;
-        break;
-    case LT_OP_NEG:
-        if (d0 == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: argument 'a' is bool: negation of a bool tensor is not supported", fn), -1;
+        if (d0 == LT_BOOL || in[1]->dtype == LT_BOOL)
+            return err_set(LT_ERR_DTYPE, "%s: argument '%s' is bool: subtraction with a bool tensor is not supported", fn,
+                           d0 == LT_BOOL ? "a" : "b"), -1;
         break;
     case LT_OP_ADDCDIV:
         if (!dtype_is_float((lt_dtype)in[1]->dtype) && !dtype_is_float((lt_dtype)in[2]->dtype))
@@ -41,6 +39,17 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
     return 0;
 }
 
+/* Ops PyTorch has no bool kernel for (NEG, ABS, RELU; POW, ADDCMUL of
+ * bools): called when the computation would be in bool. Cold path. */
+static int check_bool(const char *fn, int op) {
+    switch (op) {
+    case LT_OP_NEG: case LT_OP_ABS: case LT_OP_RELU: case LT_OP_POW: case LT_OP_ADDCMUL:
+        return err_set(LT_ERR_DTYPE, "%s: argument 'a'%s is bool: the op is not supported for bool tensors", fn,
+                       op == LT_OP_POW || op == LT_OP_ADDCMUL ? " (and every other operand)" : ""), -1;
+    default: return 0;
+    }
+}
+
 static int is_comparison(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
 
 lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
@@ -49,7 +58,7 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     for (int i = 0; i < nin; i++)
         if (LT_UNLIKELY(api_check(fn, arg_name(op, i), in[i]))) return NULL;
     /* Ops with dtype rules beyond promotion; lerp's common case is checked inline. */
-    if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_NEG || op == LT_OP_ADDCDIV ||
+    if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_ADDCDIV ||
                     (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
@@ -58,8 +67,10 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     memcpy(shape, in[0]->shape, (size_t)nd * 8);
     lt_dtype dts[3];
     dts[0] = (lt_dtype)in[0]->dtype;
+    unsigned zmask = nd == 0;
     for (int i = 1; i < nin; i++) {
         dts[i] = (lt_dtype)in[i]->dtype;
+        zmask |= (unsigned)(in[i]->ndim == 0) << i;
         if (shape_eq(nd, shape, in[i]->ndim, in[i]->shape)) continue; /* the common case */
         int r = shape_broadcast(nd, shape, in[i]->ndim, in[i]->shape, shape);
         if (LT_UNLIKELY(r < 0))
@@ -68,7 +79,8 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
                            arg_name(op, i));
         nd = r;
     }
-    lt_dtype cd = ir_compute_dtype(op, nin, dts);
+    lt_dtype cd = ir_compute_dtype(op, nin, dts, zmask);
+    if (LT_UNLIKELY(cd == LT_BOOL) && check_bool(fn, op)) return NULL;
     lt_dtype od = is_comparison(op) ? LT_BOOL : cd;
     if (inplace) {
         if (LT_UNLIKELY(!shape_eq(nd, shape, inplace->ndim, inplace->shape)))

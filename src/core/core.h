@@ -103,6 +103,7 @@ static inline float bf16_to_f32(uint16_t h) {
 /* f rounded to the nearest bfloat16, kept as a float. */
 static inline float bf16_round(float f) { return bf16_to_f32(bf16_from_f32(f)); }
 lt_dtype dtype_promote(lt_dtype a, lt_dtype b);    /* PyTorch's result_type for tensors */
+lt_dtype dtype_result(int n, const lt_dtype *d, unsigned zmask); /* ... with 0-d operands (bits of zmask) */
 lt_dtype dtype_with_scalar(lt_dtype a);            /* tensor op Python float */
 int dtype_can_cast(lt_dtype from, lt_dtype to);    /* PyTorch's canCast */
 const char *dtype_name(lt_dtype d);

@@ -12,6 +12,25 @@ lt_dtype dtype_promote(lt_dtype a, lt_dtype b) {
     return LT_I64;
 }
 
+/* PyTorch's result_type over tensor operands, with its dimension
+ * categories: operands with dims promote among themselves, 0-d ones among
+ * themselves, and a 0-d result joins only if its category (bool < integer
+ * < float) is higher: a 0-d tensor may raise the category, never the width
+ * (i32[n] + i64[] is i32, f32[n] * f64[] is f32, i32[n] + f64[] is f64).
+ * zmask: bit i set where operand i is 0-d. */
+lt_dtype dtype_result(int n, const lt_dtype *d, unsigned zmask) {
+    int have[2] = {0, 0};
+    lt_dtype r[2] = {LT_BOOL, LT_BOOL}; /* [0]: with dims, [1]: 0-d */
+    for (int i = 0; i < n; i++) {
+        int z = (zmask >> i) & 1;
+        r[z] = have[z] ? dtype_promote(r[z], d[i]) : d[i];
+        have[z] = 1;
+    }
+    if (!have[0]) return r[1];
+    if (!have[1] || category(r[1]) <= category(r[0])) return r[0];
+    return dtype_promote(r[0], r[1]);
+}
+
 /* A double scalar behaves like a Python float: it lifts bool and integer
  * tensors to the default float dtype and leaves float tensors alone. */
 lt_dtype dtype_with_scalar(lt_dtype a) { return dtype_is_float(a) ? a : LT_F32; }

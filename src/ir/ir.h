@@ -83,5 +83,6 @@ void ir_print_node(FILE *f, const ir_node *n);
 /* The dtype an elementwise op computes in, from its operands' dtypes (the
  * node's own dtype may differ: comparisons give bool, CAST its target, and
  * in-place ops store into the destination's dtype). Shared by the api's
- * type promotion and every backend's kernels. */
-lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in);
+ * type promotion and every backend's kernels. zmask: bit i set where
+ * operand i is 0-d (PyTorch's dimension categories, dtype_result). */
+lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in, unsigned zmask);

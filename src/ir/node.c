@@ -92,23 +92,23 @@ void buffer_release(lt_buffer *b) {
     }
 }
 
-lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in) {
+lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in, unsigned zmask) {
     lt_dtype p = in[0];
     switch (op) {
-    case LT_OP_WHERE: return dtype_promote(in[1], in[2]);
-    case LT_OP_DIV: p = dtype_promote(in[0], in[1]); return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_WHERE: return dtype_result(2, in + 1, zmask >> 1);
+    case LT_OP_DIV: p = dtype_result(2, in, zmask); return dtype_is_float(p) ? p : LT_F32;
     case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP:
         return dtype_with_scalar(in[0]);
-    case LT_OP_LERP: case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
-        for (int i = 1; i < nin; i++) p = dtype_promote(p, in[i]);
-        return dtype_with_scalar(p);
+    case LT_OP_LERP: return dtype_with_scalar(dtype_result(nin, in, zmask));
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: /* value is cast to the tensors' type: integers stay integers */
+        return dtype_result(nin, in, zmask);
     case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_TANH: case LT_OP_SIGMOID:
     case LT_OP_ERF: case LT_OP_GELU:
         return dtype_is_float(p) ? p : LT_F32;
     case LT_OP_GELU_BWD: p = dtype_promote(in[0], in[1]); return dtype_is_float(p) ? p : LT_F32;
     case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: case LT_OP_POW:
     case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
-        return dtype_promote(in[0], in[1]);
+        return dtype_result(2, in, zmask);
     default: /* NEG, ABS, RELU, CAST and every non-elementwise op: the first operand's dtype */
         return p;
     }

@@ -63,12 +63,16 @@ int tile_member_type(const exec_graph *g, const gnode *y) {
     lt_dtype d = (lt_dtype)y->dtype;
     if (y->op == LT_OP_FILL) return dtype_is_float(d) ? reg_type(d) : -1;
     lt_dtype dts[3];
-    for (int i = 0; i < y->nin; i++) dts[i] = (lt_dtype)g->nodes[y->in[i]].dtype;
+    unsigned zmask = 0;
+    for (int i = 0; i < y->nin; i++) {
+        dts[i] = (lt_dtype)g->nodes[y->in[i]].dtype;
+        zmask |= (unsigned)(g->nodes[y->in[i]].ndim == 0) << i;
+    }
     if (y->op == LT_OP_CAST) {
         if (dtype_is_float(d)) return reg_type(d); /* loads convert any input */
         return d == LT_BOOL && dtype_is_float(dts[0]) ? reg_type(dts[0]) : -1;
     }
-    lt_dtype cd = ir_compute_dtype(y->op, y->nin, dts);
+    lt_dtype cd = ir_compute_dtype(y->op, y->nin, dts, zmask);
     if (!dtype_is_float(cd) || (d != cd && d != LT_BOOL)) return -1;
     return reg_type(cd);
 }

@@ -162,10 +162,13 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             break;
         case LT_OP_POW_SCALAR:
             if (ds0 == 2) LOOP(X * X); /* = pow(x, 2) rounded */
+            else if (ds0 == 0.5) LOOP(sqrt(DX)); /* PyTorch's special cases: pow(-inf, 0.5) is NaN */
+            else if (ds0 == -0.5) LOOP(1.0 / sqrt(DX)); /* pow(-0.0, -0.5) is -inf */
             else LOOP(pow(DX, ds0));
             break;
         case LT_OP_CLAMP: /* lower bound first, then upper: lo > hi gives hi, as torch.clamp */
-            LOOP(X != X ? X : ((X < s0 ? s0 : X) > s1 ? s1 : (X < s0 ? s0 : X)));
+            if (s0 != s0 || s1 != s1) LOOP(X - X + (T)NAN); /* a NaN bound: NaN everywhere */
+            else LOOP(X != X ? X : ((X < s0 ? s0 : X) > s1 ? s1 : (X < s0 ? s0 : X)));
             break;
         case LT_OP_NEG: LOOP(-X); break;
         case LT_OP_EXP: LOOP(exp(DX)); break;
@@ -183,8 +186,8 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);
             break;
-        case LT_OP_LERP: /* PyTorch's two-sided formula; the side is chosen by the weight */
-            if (fabs(ds0) < 0.5) LOOP(DX + ds0 * (DY - DX));
+        case LT_OP_LERP: /* PyTorch's two-sided formula; the side is chosen by the weight (signed) */
+            if (ds0 < 0.5) LOOP(DX + ds0 * (DY - DX));
             else LOOP(DY - (DY - DX) * (1.0 - ds0));
             break;
         case LT_OP_WHERE: LOOP(X != (T)0 ? Y : Z); break;

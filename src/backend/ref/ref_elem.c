@@ -20,9 +20,10 @@ static double f_apply(int op, const double *x, const double *s) {
     case LT_OP_GE: return a >= b;
     case LT_OP_ADD_SCALAR: return a + s[0];
     case LT_OP_MUL_SCALAR: return a * s[0];
-    case LT_OP_POW_SCALAR: return pow(a, s[0]);
-    case LT_OP_CLAMP: /* torch.clamp: NaN input stays NaN */
-        if (a != a) return a;
+    case LT_OP_POW_SCALAR: /* PyTorch computes 0.5 and -0.5 as sqrt and rsqrt */
+        return s[0] == 0.5 ? sqrt(a) : s[0] == -0.5 ? 1.0 / sqrt(a) : pow(a, s[0]);
+    case LT_OP_CLAMP: /* torch.clamp: a NaN input or bound gives NaN */
+        if (a != a || s[0] != s[0] || s[1] != s[1]) return a + s[0] + s[1];
         if (a < s[0]) a = s[0];
         if (a > s[1]) a = s[1];
         return a;
@@ -40,7 +41,7 @@ static double f_apply(int op, const double *x, const double *s) {
     case LT_OP_GELU_BWD: return a * ref_gelu_grad(b, s[0] != 0); /* (g, x) */
     case LT_OP_CAST: return a;
     case LT_OP_LERP: /* PyTorch's two-sided formula */
-        return fabs(s[0]) < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
+        return s[0] < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
     case LT_OP_WHERE: return x[0] != 0 ? x[1] : x[2];
     case LT_OP_ADDCMUL: return a + s[0] * b * x[2];
     case LT_OP_ADDCDIV: return a + s[0] * (b / x[2]);
@@ -63,7 +64,7 @@ static int64_t ipow(int64_t b, int64_t e) {
 }
 
 /* Integer math wraps like two's complement (unsigned arithmetic), as PyTorch's does in practice. */
-static int64_t i_apply(int op, const int64_t *x) {
+static int64_t i_apply(int op, const int64_t *x, const double *s) {
     int64_t a = x[0], b = x[1];
     switch (op) { /* elementwise ops only, hence the default */
     case LT_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -83,6 +84,8 @@ static int64_t i_apply(int op, const int64_t *x) {
     case LT_OP_RELU: return a > 0 ? a : 0;
     case LT_OP_CAST: return a;
     case LT_OP_WHERE: return x[0] ? x[1] : x[2];
+    case LT_OP_ADDCMUL: /* PyTorch truncates value to the integer type first */
+        return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0] * (uint64_t)b * (uint64_t)x[2]);
     default: /* float-only ops never take the integer path */
         break;
     }
@@ -93,9 +96,11 @@ static int64_t i_apply(int op, const int64_t *x) {
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     int nd = y->ndim, nin = y->nin;
     lt_dtype dts[3];
+    unsigned zmask = 0;
     int64_t bstride[3][LT_MAX_DIMS]; /* input strides aligned to the output, 0 where broadcast */
     for (int j = 0; j < nin; j++) {
         dts[j] = in[j].dtype;
+        zmask |= (unsigned)(in[j].ndim == 0) << j;
         int64_t st = 1;
         for (int d = nd - 1; d >= 0; d--) {
             int jd = d - (nd - in[j].ndim);
@@ -107,7 +112,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
             if (jd >= 0) st *= in[j].shape[jd];
         }
     }
-    lt_dtype cd = ir_compute_dtype(y->op, nin, dts);
+    lt_dtype cd = ir_compute_dtype(y->op, nin, dts, zmask);
     if (y->op == LT_OP_WHERE) dts[0] = LT_BOOL;
     int fl = dtype_is_float(cd);
     int64_t idx[LT_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
@@ -119,7 +124,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
         } else {
             int64_t x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = ld_i(in[j].data, in[j].dtype, off[j]);
-            st_i(out, (lt_dtype)y->dtype, i, i_apply(y->op, x));
+            st_i(out, (lt_dtype)y->dtype, i, i_apply(y->op, x, sc));
         }
         for (int d = nd - 1; d >= 0; d--) { /* advance the counter */
             idx[d]++;
