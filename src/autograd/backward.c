@@ -51,13 +51,16 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         else K(q);
         break;
     }
-    case LT_OP_MAXIMUM: case LT_OP_MINIMUM: { /* ties split the gradient evenly, as PyTorch */
-        lt_tensor *win = K(f->op == LT_OP_MAXIMUM ? lt_gt(SAVED(0), SAVED(1)) : lt_lt(SAVED(0), SAVED(1)));
-        lt_tensor *tie = K(lt_eq(SAVED(0), SAVED(1)));
-        lt_tensor *ga = lt_add(K(lt_mul(g, win)), K(lt_mul(K(lt_mul_scalar(g, 0.5)), tie)));
-        if (NEED(1)) gi[1] = lt_sub(g, ga);
-        if (NEED(0)) gi[0] = ga;
-        else K(ga);
+    case LT_OP_MAXIMUM: case LT_OP_MINIMUM: {
+        /* PyTorch's formula: ties split the gradient evenly; the loser gets
+         * exactly 0 (selected, not multiplied: an inf or NaN upstream
+         * gradient stays out of it); a NaN pair passes g to both. */
+        lt_tensor *z = ag_zero0(dt);
+        lt_tensor *h = K(lt_where(K(lt_eq(SAVED(0), SAVED(1))), K(lt_mul_scalar(g, 0.5)), g));
+        lt_tensor *a_lt_b = K(lt_lt(SAVED(0), SAVED(1))), *a_gt_b = K(lt_gt(SAVED(0), SAVED(1)));
+        int mx = f->op == LT_OP_MAXIMUM;
+        if (NEED(0)) gi[0] = lt_where(mx ? a_lt_b : a_gt_b, z, h);
+        if (NEED(1)) gi[1] = lt_where(mx ? a_gt_b : a_lt_b, z, h);
         break;
     }
     case LT_OP_POW:
@@ -70,18 +73,24 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (s == 0) gi[0] = lt_zeros(dt, g->ndim, g->shape);
         else gi[0] = lt_mul_scalar(K(lt_mul(g, K(lt_pow_scalar(SAVED(0), s - 1.0)))), s);
         break;
-    case LT_OP_CLAMP: gi[0] = lt_mul(g, K(lt_eq(OUT, SAVED(0)))); break; /* inside [lo, hi] */
+    case LT_OP_CLAMP: /* inside [lo, hi] (out == a: NaN a or bound gives 0); selected, not masked */
+        gi[0] = lt_where(K(lt_eq(OUT, SAVED(0))), g, ag_zero0(dt));
+        break;
     case LT_OP_NEG: gi[0] = lt_neg(g); break;
     case LT_OP_EXP: gi[0] = lt_mul(g, OUT); break;
     case LT_OP_LOG: gi[0] = lt_div(g, SAVED(0)); break;
     case LT_OP_SQRT: gi[0] = lt_mul_scalar(K(lt_div(g, OUT)), 0.5); break;
     case LT_OP_RSQRT: gi[0] = lt_mul_scalar(K(lt_mul(g, K(lt_pow_scalar(OUT, 3.0)))), -0.5); break;
-    case LT_OP_ABS: { /* sign(a), 0 at 0 */
+    case LT_OP_ABS: { /* g * sign(a), sign(0) = sign(NaN) = 0: -g where a < 0, g * (a > 0) elsewhere */
         lt_tensor *z = ag_zero0((lt_dtype)SAVED(0)->dtype);
-        gi[0] = lt_sub(K(lt_mul(g, K(lt_gt(SAVED(0), z)))), K(lt_mul(g, K(lt_lt(SAVED(0), z)))));
+        gi[0] = lt_where(K(lt_lt(SAVED(0), z)), K(lt_neg(g)), K(lt_mul(g, K(lt_gt(SAVED(0), z)))));
         break;
     }
-    case LT_OP_RELU: gi[0] = lt_mul(g, K(lt_gt(OUT, ag_zero0(dt)))); break;
+    case LT_OP_RELU: { /* PyTorch's threshold_backward: exactly 0 where out <= 0, g elsewhere (NaN too) */
+        lt_tensor *z = ag_zero0(dt);
+        gi[0] = lt_where(K(lt_le(OUT, z)), z, g);
+        break;
+    }
     case LT_OP_TANH: { /* g (1 - out^2) */
         lt_tensor *t = K(lt_mul(g, OUT));
         gi[0] = lt_sub(g, K(lt_mul(t, OUT)));
