@@ -269,7 +269,7 @@ TEST(promotion_table) {
         {LT_F64, LT_F64, lt_eq, LT_BOOL}, {LT_BOOL, LT_BOOL, lt_add, LT_BOOL},
         /* bfloat16: with a wider float gives the wider; with an integer or bool stays bfloat16 */
         {LT_BF16, LT_F32, lt_add, LT_F32}, {LT_F64, LT_BF16, lt_mul, LT_F64}, {LT_BF16, LT_I64, lt_add, LT_BF16},
-        {LT_I32, LT_BF16, lt_div, LT_BF16}, {LT_BOOL, LT_BF16, lt_sub, LT_BF16}, {LT_BF16, LT_BF16, lt_lt, LT_BOOL},
+        {LT_I32, LT_BF16, lt_div, LT_BF16}, {LT_BOOL, LT_BF16, lt_add, LT_BF16}, {LT_BF16, LT_BF16, lt_lt, LT_BOOL},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         lt_tensor *a = mk(T[i].a, 1, s, v), *b = mk(T[i].b, 1, s, v);
