@@ -385,6 +385,33 @@ int        lt_model_state(lt_model *m, lt_tensor ***tensors, const char ***names
 int        lt_model_load_state(lt_model *m, int n, const char *const *names, lt_tensor *const *tensors,
                                bool strict);
 
+/* ---- datasets (src/data) ---------------------------------------------------------- */
+/* The datasets and batch loader of `lazytensor train`, for programs outside the
+ * tree: the same dataset, batch size and seed give the same batches. Pixels
+ * are normalized floats (N, C, H, W), labels int64 (N). Not thread-safe, like
+ * the rest of the library. */
+typedef struct lt_dataset lt_dataset;
+typedef struct lt_loader lt_loader;
+/* Fashion-MNIST's train (60,000) or test (10,000) split from dir (NULL: the
+ * Debian package's /usr/share/datasets/fashion-mnist); LT_ERR_IO if absent. */
+lt_dataset *lt_dataset_fashion_mnist(const char *dir, bool train);          /* new; lt_dataset_free */
+/* Generated images, deterministic per (seed, index); each class has its own
+ * pattern under the noise. */
+lt_dataset *lt_dataset_fake(int64_t n, int channels, int image_size, int classes, uint64_t seed);
+void        lt_dataset_free(lt_dataset *ds);                                 /* NULL is a no-op */
+int64_t     lt_dataset_size(const lt_dataset *ds);                           /* samples; -1 on error */
+int         lt_dataset_info(const lt_dataset *ds, int *channels, int *height, int *width, int *classes);
+/* A loader BORROWS its dataset (it must outlive the loader). shuffle: a new
+ * order each epoch from (seed, epoch); augment: random crop (pad 2) and flip. */
+lt_loader  *lt_loader_new(const lt_dataset *ds, int64_t batch, uint64_t seed, bool shuffle, bool augment);
+void        lt_loader_free(lt_loader *l);                                    /* NULL is a no-op */
+int64_t     lt_loader_num_batches(const lt_loader *l);                       /* full batches per epoch */
+int64_t     lt_loader_batch_size(const lt_loader *l);
+/* Batch b of epoch `epoch`: *x and *y become NEW handles. Returns the rows
+ * (fewer than the batch size only for the last partial batch), 0 past the end
+ * (*x, *y NULL), or -1 with an error set. */
+int64_t     lt_loader_batch(lt_loader *l, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y);
+
 #ifdef __cplusplus
 }
 #endif

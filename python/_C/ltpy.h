@@ -74,6 +74,9 @@ int ltpy_setitem(PyObject *self, PyObject *idx, PyObject *value);
 PyObject *ltpy_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw);
 PyObject *ltpy_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *ltpy_from_dlpack(PyObject *mod, PyObject *obj);
+/* Adds each function of defs to module m. */
+int ltpy_add_functions(PyObject *m, PyMethodDef *defs);
 int ltpy_optim_init(PyObject *m);
+int ltpy_data_init(PyObject *m);
 
 #endif

@@ -42,7 +42,7 @@ PyTypeObject ltpy_dtype_type = {
 /* f(shape..., dtype): shape as ints or one sequence, dtype last (required:
  * the Python layer supplies torch's defaults). */
 static int shape_dtype(const char *fn, PyObject *const *args, Py_ssize_t n, int64_t *shape, int *nd, lt_dtype *d) {
-    if (n < 2) return ltpy_nargs(fn, n, 2, 2);
+    if (n < 1) return ltpy_nargs(fn, n, 1, 1 + LT_MAX_DIMS);
     if (ltpy_dtype_arg(args[n - 1], fn, d)) return -1;
     return ltpy_shape_args(args, n - 1, fn, shape, nd);
 }
@@ -235,7 +235,7 @@ PyMethodDef ltpy_module_methods[] = {
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "lazytensor._C",
                                         "The lazytensor C library (thin bindings).", -1, NULL, NULL, NULL, NULL, NULL};
 
-static int add_methods(PyObject *m, PyMethodDef *defs) {
+int ltpy_add_functions(PyObject *m, PyMethodDef *defs) {
     for (PyMethodDef *d = defs; d->ml_name; d++) {
         PyObject *f = PyCFunction_NewEx(d, m, NULL);
         if (!f || PyModule_AddObject(m, d->ml_name, f)) {
@@ -250,7 +250,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (ltpy_tensor_ready() || PyType_Ready(&ltpy_dtype_type)) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (add_methods(m, ltpy_module_methods) || add_methods(m, ltpy_nn_methods) || add_methods(m, ltpy_io_methods))
+    if (ltpy_add_functions(m, ltpy_module_methods) || ltpy_add_functions(m, ltpy_nn_methods) || ltpy_add_functions(m, ltpy_io_methods))
         goto fail;
     Py_INCREF(&ltpy_tensor_base);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&ltpy_tensor_base)) goto fail;
@@ -265,7 +265,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         Py_INCREF(o);
         if (PyModule_AddObject(m, names[d], (PyObject *)o)) goto fail;
     }
-    if (ltpy_optim_init(m)) goto fail;
+    if (ltpy_optim_init(m) || ltpy_data_init(m)) goto fail;
     return m;
 fail:
     Py_DECREF(m);

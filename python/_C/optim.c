@@ -257,12 +257,5 @@ static PyMethodDef optim_module_methods[] = {
 
 int ltpy_optim_init(PyObject *m) {
     if (PyType_Ready(&optim_type) || PyType_Ready(&sched_type)) return -1;
-    for (PyMethodDef *d = optim_module_methods; d->ml_name; d++) {
-        PyObject *f = PyCFunction_NewEx(d, m, NULL);
-        if (!f || PyModule_AddObject(m, d->ml_name, f)) {
-            Py_XDECREF(f);
-            return -1;
-        }
-    }
-    return 0;
+    return ltpy_add_functions(m, optim_module_methods);
 }

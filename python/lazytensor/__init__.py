@@ -20,6 +20,7 @@ from ._functions import (cat, stack, where, matmul, lerp, maximum, minimum, exp,
                          addcmul, addcdiv, flatten, transpose, permute, reshape, unsqueeze, squeeze, diagonal,
                          from_dlpack, numel)
 from ._runtime import mark_step, metrics_report, metric, metrics_reset, manual_seed, save, load
+from . import nn, optim, models, data  # noqa: E402
 
 float = float32  # noqa: A001 (torch.float)
 double = float64
