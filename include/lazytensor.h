@@ -404,13 +404,13 @@ int         lt_dataset_info(const lt_dataset *ds, int *channels, int *height, in
 /* A loader BORROWS its dataset (it must outlive the loader). shuffle: a new
  * order each epoch from (seed, epoch); augment: random crop (pad 2) and flip. */
 lt_loader  *lt_loader_new(const lt_dataset *ds, int64_t batch, uint64_t seed, bool shuffle, bool augment);
-void        lt_loader_free(lt_loader *l);                                    /* NULL is a no-op */
-int64_t     lt_loader_num_batches(const lt_loader *l);                       /* full batches per epoch */
-int64_t     lt_loader_batch_size(const lt_loader *l);
+void        lt_loader_free(lt_loader *loader);                                    /* NULL is a no-op */
+int64_t     lt_loader_num_batches(const lt_loader *loader);                       /* full batches per epoch */
+int64_t     lt_loader_batch_size(const lt_loader *loader);
 /* Batch b of epoch `epoch`: *x and *y become NEW handles. Returns the rows
  * (fewer than the batch size only for the last partial batch), 0 past the end
  * (*x, *y NULL), or -1 with an error set. */
-int64_t     lt_loader_batch(lt_loader *l, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y);
+int64_t     lt_loader_batch(lt_loader *loader, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y);
 
 #ifdef __cplusplus
 }

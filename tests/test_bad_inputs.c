@@ -40,6 +40,9 @@ static lt_model *M;      /* mlp 4 -> 3 -> 2 */
 static lt_model *M2;     /* mlp 5 -> 3 -> 2: "another model" */
 static lt_optim *O;      /* SGD over M's parameters */
 static lt_sched *SC;     /* StepLR on O */
+static lt_dataset *DS;   /* fake, 16 samples */
+static lt_loader *LD;    /* over DS, batch 4 */
+static lt_tensor *BX, *BY; /* lt_loader_batch outputs (never set by the failing rows) */
 static char dir[64];
 static char p_good[128], p_missing[128], p_trunc[128], p_json[128], p_hugehdr[128], p_dtype[128], p_offs[128],
     p_nodir[128], p_other[128], p_empty[128], p_dump_bad[128];
@@ -271,6 +274,8 @@ static void setup(void) {
     int np = lt_model_params(M, &ps, NULL);
     O = lt_optim_sgd(np, ps, 0.1, 0.9, 0, 0, false);
     SC = lt_sched_step_lr(O, 2, 0.5);
+    DS = lt_dataset_fake(16, 1, 4, 2, 0);
+    LD = lt_loader_new(DS, 4, 0, true, false);
     CHECK_NO_ERR();
 
     snprintf(dir, sizeof dir, "/tmp/lt_bad_inputs_XXXXXX");
@@ -313,6 +318,8 @@ static void setup(void) {
 
 static void teardown(void) {
     lt_sched_free(SC);
+    lt_loader_free(LD);
+    lt_dataset_free(DS);
     lt_optim_free(O);
     lt_model_free(M);
     lt_model_free(M2);

@@ -18,6 +18,11 @@ lt_dataset *lt_dataset_fashion_mnist(const char *dir, bool train) {
     lt_dataset *d = core_calloc(1, sizeof *d);
     if (!d) return NULL;
     if (data_fashion_load(&d->ds, dir, train)) {
+        char why[256]; /* the loader's message names the file */
+        snprintf(why, sizeof why, "%s", lt_error_message());
+        int code = lt_error();
+        lt_clear_error();
+        err_set(code, "lt_dataset_fashion_mnist: argument 'dir' = %s: %s", dir ? dir : DATA_FASHION_DIR, why);
         core_free(d);
         return NULL;
     }
@@ -25,11 +30,12 @@ lt_dataset *lt_dataset_fashion_mnist(const char *dir, bool train) {
 }
 
 lt_dataset *lt_dataset_fake(int64_t n, int channels, int image_size, int classes, uint64_t seed) {
-    if (n < 1 || channels < 1 || channels > 64 || image_size < 1 || image_size > 4096 || classes < 2)
-        return err_set(LT_ERR_ARG,
-                       "lt_dataset_fake: arguments n = %lld, channels = %d, image_size = %d, classes = %d: need n >= 1, "
-                       "channels in [1, 64], image_size in [1, 4096], classes >= 2",
-                       (long long)n, channels, image_size, classes);
+    if (n < 1) return err_set(LT_ERR_ARG, "lt_dataset_fake: argument 'n' = %lld must be positive", (long long)n);
+    if (channels < 1 || channels > 64)
+        return err_set(LT_ERR_ARG, "lt_dataset_fake: argument 'channels' = %d is not in [1, 64]", channels);
+    if (image_size < 1 || image_size > 4096)
+        return err_set(LT_ERR_ARG, "lt_dataset_fake: argument 'image_size' = %d is not in [1, 4096]", image_size);
+    if (classes < 2) return err_set(LT_ERR_ARG, "lt_dataset_fake: argument 'classes' = %d must be >= 2", classes);
     lt_dataset *d = core_calloc(1, sizeof *d);
     if (!d) return NULL;
     if (data_fake_init(&d->ds, n, channels, image_size, classes, seed)) {
@@ -88,11 +94,12 @@ int64_t lt_loader_batch_size(const lt_loader *l) {
 }
 
 int64_t lt_loader_batch(lt_loader *l, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y) {
-    if (!l || !x || !y) return err_set(LT_ERR_NULL, "lt_loader_batch: argument '%s' is NULL", !l ? "loader" : !x ? "x" : "y"), -1;
+    if (!l || !x || !y)
+        return err_set(LT_ERR_NULL, "lt_loader_batch: argument '%s' is NULL", !l ? "loader" : !x ? "x" : "y"), -1;
     *x = *y = NULL;
     if (epoch < 0 || b < 0)
-        return err_set(LT_ERR_ARG, "lt_loader_batch: arguments epoch = %lld and b = %lld must be >= 0",
-                       (long long)epoch, (long long)b), -1;
+        return err_set(LT_ERR_ARG, "lt_loader_batch: argument '%s' = %lld must be >= 0", epoch < 0 ? "epoch" : "b",
+                       (long long)(epoch < 0 ? epoch : b)), -1;
     int64_t rows = data_loader_fill(&l->l, epoch, b);
     if (rows <= 0) return rows;
     *x = data_loader_x(&l->l, rows);
