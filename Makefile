@@ -20,8 +20,10 @@ build: deps $(BUILD)/Makefile
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-train: build
-	$(BUILD)/lazytensor train $(ARGS)
+# Quiet unless the build fails: its output goes to a log, shown on failure.
+train: deps $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
+	@$(BUILD)/lazytensor train $(ARGS)
 
 bench: build
 	@for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done

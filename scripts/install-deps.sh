@@ -18,6 +18,8 @@ PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch python3-torch
 PKGS="$PKGS libturbojpeg0-dev libspng-dev python3-pil"
 # the default text corpus (--data text)
 PKGS="$PKGS fortunes"
+# the CLI test renders the --plot SVG once to PNG (rsvg-convert), to be sure it parses
+PKGS="$PKGS librsvg2-bin"
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
 bench) PKGS="$PKGS libtorch-dev" ;;

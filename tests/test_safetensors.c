@@ -212,6 +212,12 @@ TEST(rejects_malformed) {
     CHECK(lt_load_safetensors(g_path, &names, &ts) == -1);
     CHECK(strstr(lt_error_message(), "truncated") != NULL);
     CHECK_ERR(LT_ERR_FORMAT);
+    f = fopen(g_path, "wb"); /* a text file: said so, not read as a huge header length */
+    fputs("hello world, this is not a tensor file\n", f);
+    fclose(f);
+    CHECK(lt_load_safetensors(g_path, &names, &ts) == -1);
+    CHECK_MSG(strstr(lt_error_message(), "not a safetensors file") != NULL, "%s", lt_error_message());
+    CHECK_ERR(LT_ERR_FORMAT);
     write_raw("{}", 200000000ull, 0);
     CHECK(lt_load_safetensors(g_path, &names, &ts) == -1);
     CHECK(strstr(lt_error_message(), "exceeds the limit") != NULL);

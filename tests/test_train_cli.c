@@ -6,56 +6,14 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include "cli_run.h"
 #include "harness.h"
 
-#include <stdarg.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-static const char *cli;
-static char tmp[128];
-
-/* Runs a command line, capturing stdout (and stderr when `both`). */
-static int run(char *out, size_t cap, bool both, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int run(char *out, size_t cap, bool both, const char *fmt, ...) {
-    char cmd[2048], args[1600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s %s", cli, args, both ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The number after "key": in a flat JSON object; NAN for null or missing. */
-static double jnum(const char *js, const char *key) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(js, pat);
-    if (!p || !strncmp(p + strlen(pat), "null", 4)) return NAN;
-    return strtod(p + strlen(pat), NULL);
-}
-
-/* The losses array; returns its length. */
-static int jlosses(const char *js, double *out, int max) {
-    const char *p = strstr(js, "\"losses\": [");
-    if (!p) return -1;
-    p += strlen("\"losses\": [");
-    int n = 0;
-    while (*p && *p != ']' && n < max) {
-        char *end;
-        out[n++] = strtod(p, &end);
-        if (end == p) return -1;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
-    return n;
-}
+/* the short names this file's tests were written with */
+#define run cli_run
+#define jnum cli_jnum
+#define jlosses cli_jlosses
+#define tmp cli_tmp
 
 static bool json_object(const char *js) {
     const char *a = strchr(js, '{'), *b = strrchr(js, '}');
@@ -182,22 +140,13 @@ TEST(fake_eval_defaults) {
 }
 
 int main(int argc, char **argv) {
-    cli = argc > 1 ? argv[1] : getenv("LT_CLI") ? getenv("LT_CLI") : "./lazytensor";
-    if (access(cli, X_OK)) {
-        fprintf(stderr, "test_train_cli: %s not found (build the lazytensor program first)\n", cli);
-        return 1;
-    }
-    snprintf(tmp, sizeof tmp, "/tmp/lt_test_cli_%d", (int)getpid());
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", tmp);
-    if (system(cmd)) return 1;
+    if (cli_setup(argc > 1 ? argv[1] : NULL, "lt_test_cli")) return 1;
     RUN(missing_data_and_help);
     RUN(every_model_runs);
     RUN(loss_falls);
     RUN(resume_continues_curve);
     RUN(plot_svg);
     RUN(fake_eval_defaults);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
+    cli_cleanup();
     return h_report();
 }

@@ -40,11 +40,30 @@ typedef struct cli_opts {
     bool quiet;               /* no progress or summary (bench runs) */
 } cli_opts;
 
+/* Exit statuses (--help lists them). */
+enum cli_exit {
+    CLI_OK = 0,
+    CLI_FAILED = 1,         /* the run failed */
+    CLI_USAGE = 2,          /* bad command line or inputs; nothing was run */
+    CLI_SAVE_FAILED = 3,    /* trained, but the checkpoint could not be written */
+    CLI_OUTPUT_FAILED = 4,  /* trained and saved, but --plot or --report could not be written */
+    CLI_INTERRUPTED = 130   /* SIGINT/SIGTERM: stopped after a step, checkpoint and outputs written */
+};
+
 /* options.c */
 void opts_defaults(cli_opts *o);
 int opts_parse(cli_opts *o, int argc, char **argv); /* 0 ok, 1 help printed, -1 error printed */
-void opts_help(FILE *f);
+void opts_help(FILE *f, const char *cmd);            /* cmd NULL: every option */
 int opts_apply_env(const cli_opts *o); /* before the first lazytensor call */
+
+/* outputs.c: every file the run writes (--save, --plot, --trace-file; stdout
+ * for --report) checked before anything runs. 0, or -1 with a message. */
+int outputs_check(const cli_opts *o);
+
+/* interrupt.c: SIGINT/SIGTERM set a flag that the training loop polls; a
+ * second signal exits at once. */
+void interrupt_install(void);
+bool interrupted(void);
 
 /* timing */
 double cli_now(void); /* seconds, monotonic */
@@ -53,13 +72,17 @@ double cli_now(void); /* seconds, monotonic */
 typedef struct run_stats {
     const char *model, *data, *optimizer;
     int64_t batch, first_step, steps; /* steps run in this process, from first_step */
+    int64_t steps_per_epoch;
     double wall_s, data_s, trace_s, mark_s, compile_s, exec_s;
     double *loss;                     /* per step of this run */
-    double *acc;                      /* test accuracy per evaluation, percent */
+    double *hist;                     /* earlier losses from the checkpoint: steps hist_from+1.. */
+    int64_t hist_from, nhist;         /* hist_from + nhist == first_step when present */
+    double *acc;                      /* test accuracy per evaluation, percent (earlier ones too) */
     int64_t *acc_step;
     int nacc;
     double first_loss, final_loss, test_acc;
     double uncached, cached, peak_bytes;
+    bool interrupted;                 /* stopped by SIGINT/SIGTERM */
 } run_stats;
 
 /* train.c */

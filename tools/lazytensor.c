@@ -1,7 +1,8 @@
 /* The command-line program: parses the command and options, sets the
  * environment the library reads at its first call, and dispatches.
  *   lazytensor train [options]   lazytensor eval --resume PATH
- *   lazytensor bench             lazytensor demo */
+ *   lazytensor bench             lazytensor demo
+ * A bare `lazytensor` prints the usage (exit 2). */
 #include "cli.h"
 
 #include <string.h>
@@ -34,26 +35,35 @@ static int demo(void) {
 int main(int argc, char **argv) {
     cli_opts o;
     opts_defaults(&o);
-    const char *cmd = argc > 1 ? argv[1] : "train";
+    /* Lines reach a pipe in the order they were printed, even when the
+     * progress goes to stderr and the rest to stdout. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        opts_help(stderr, NULL);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
     int first = 2;
-    if (!strncmp(cmd, "--", 2)) { /* `lazytensor --epochs 2` means train */
+    if (!strncmp(cmd, "--", 2) && strcmp(cmd, "--help")) { /* `lazytensor --epochs 2` means train */
         cmd = "train";
         first = 1;
     }
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
-        opts_help(stdout);
-        return 0;
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        opts_help(stdout, NULL);
+        return CLI_OK;
     }
     if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "bench") && strcmp(cmd, "demo")) {
         fprintf(stderr, "lazytensor: unknown command '%s' (try --help)\n", cmd);
-        return 2;
+        return CLI_USAGE;
     }
     o.cmd = cmd;
     int rc = opts_parse(&o, argc - first, argv + first);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (opts_apply_env(&o)) return 1;
+    if (rc) return rc > 0 ? CLI_OK : CLI_USAGE;
+    if (outputs_check(&o)) return CLI_USAGE;
+    if (opts_apply_env(&o)) return CLI_FAILED;
     if (!strcmp(cmd, "demo")) return demo();
     if (!strcmp(cmd, "bench")) return cmd_bench(&o);
     if (!strcmp(cmd, "eval")) return cmd_eval(&o);
+    interrupt_install();
     return cmd_train(&o, NULL);
 }

@@ -113,15 +113,20 @@ int net_state(cli_net *n, const char ***names, lt_tensor ***tensors) {
     return nm + no;
 }
 
-int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step) {
-    /* split the file's tensors: "optim.*" to the optimizer, the rest to the model */
+int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step, bool with_optim) {
+    /* split the file's tensors: "optim.*" to the optimizer, "run.*" (the
+     * history, checkpoint.c) to no one, the rest to the model */
     const char **on = calloc((size_t)nt + 1, sizeof *on), **mn = calloc((size_t)nt + 1, sizeof *mn);
     lt_tensor **ot = calloc((size_t)nt + 1, sizeof *ot), **mt = calloc((size_t)nt + 1, sizeof *mt);
     int no = 0, nm = 0, rc = -1;
     if (on && mn && ot && mt) {
         for (int i = 0; i < nt; i++) {
-            if (!strncmp(names[i], "optim.", 6)) on[no] = names[i] + 6, ot[no++] = tensors[i];
-            else mn[nm] = names[i], mt[nm++] = tensors[i];
+            if (!strncmp(names[i], "run.", 4)) continue;
+            if (!strncmp(names[i], "optim.", 6)) {
+                if (with_optim) on[no] = names[i] + 6, ot[no++] = tensors[i];
+            } else {
+                mn[nm] = names[i], mt[nm++] = tensors[i];
+            }
         }
         rc = lt_model_load_state(n->m, nm, mn, mt, true) < 0 || lt_optim_load_state(n->opt, no, on, ot) ||
                      lt_optim_set_step(n->opt, -1, step)

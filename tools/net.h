@@ -19,12 +19,18 @@ lt_tensor *net_logits(cli_net *n, lt_tensor *x);
  * names, the optimizer's under "optim.<name>". Borrowed, valid until the
  * next call. Returns the count or -1. */
 int net_state(cli_net *n, const char ***names, lt_tensor ***tensors);
-/* Restores from named tensors (borrowed) and the step count. 0 or -1. */
-int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step);
+/* Restores from named tensors (borrowed) and the step count; the
+ * optimizer's only when with_optim. 0 or -1. */
+int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step, bool with_optim);
 const char *net_describe(const cli_net *n); /* "resnet20, 272,474 parameters" */
 
-/* checkpoint.c: one safetensors file, step and model in its metadata. */
-int net_save(cli_net *n, const char *model, const char *path, int64_t step);
-int net_load(cli_net *n, const char *model, const char *path, int64_t *step);
+/* checkpoint.c: one safetensors file: model, optimizer, the run's loss and
+ * accuracy history; step, model and optimizer in its metadata. net_save
+ * writes st's state at step first_step + steps (0 or -1, message printed).
+ * net_load restores the net and fills st->first_step and, for train, the
+ * history (st->hist, acc); 0, -1 (message printed), or -2 when the file is
+ * for another --model or --optimizer (a usage error). */
+int net_save(cli_net *n, const cli_opts *o, const char *path, const run_stats *st);
+int net_load(cli_net *n, const cli_opts *o, const char *path, run_stats *st);
 
 #endif

@@ -59,8 +59,8 @@ static const struct opt {
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
      "all; fake: 1000"},
     {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},
-    {"save", "PATH", STR, O(save), NULL, "write a safetensors checkpoint (model, optimizer, step) at the end",
-     "none"},
+    {"save", "PATH", STR, O(save), NULL,
+     "write a safetensors checkpoint (model, optimizer, step, loss history) at the end or when interrupted", "none"},
     {"resume", "PATH", STR, O(resume), NULL, "start from a checkpoint; continues its step count and loss curve",
      "none"},
     {"trace-file", "PATH", STR, O(trace_file), NULL, "Chrome/Perfetto timeline (sets LT_TRACE_FILE)", "none"},
@@ -73,7 +73,40 @@ static const struct opt {
 };
 #define NOPTS (sizeof table / sizeof table[0])
 
-void opts_help(FILE *f) {
+/* The options each command reads, so that one it would ignore is an error
+ * rather than a silent no-op. train reads every option; a command missing
+ * from this list reads every option too. A new option that eval or bench
+ * uses must be added to its list. */
+static const struct {
+    const char *cmd, *reads; /* space-separated option names */
+} cmd_reads[] = {
+    {"eval", "model data data-dir image-size batch-size seed threads eager backend test-size eval-batch resume trace-file "
+             "metrics report"},
+    {"bench", "image-size batch-size steps optimizer lr weight-decay momentum lr-schedule seed threads eager backend "
+              "augment trace-file metrics"},
+    {"demo", "threads eager backend trace-file metrics"},
+};
+
+static bool word_in(const char *w, const char *list) {
+    size_t n = strlen(w);
+    for (const char *p = list; (p = strstr(p, w)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n])) return true;
+    return false;
+}
+
+/* The space-separated list of what cmd reads, or NULL for "everything". */
+static const char *reads_of(const char *cmd) {
+    for (size_t i = 0; i < sizeof cmd_reads / sizeof cmd_reads[0]; i++)
+        if (!strcmp(cmd_reads[i].cmd, cmd)) return cmd_reads[i].reads;
+    return NULL;
+}
+
+static bool cmd_reads_opt(const char *cmd, const char *name) {
+    const char *r = reads_of(cmd);
+    return !r || word_in(name, r);
+}
+
+void opts_help(FILE *f, const char *cmd) {
     fprintf(f, "usage: lazytensor <command> [options]\n\n"
                "commands:\n"
                "  train   train a model (default: ResNet-20 on Fashion-MNIST, 1 epoch, batch 128, AdamW),\n"
@@ -81,16 +114,28 @@ void opts_help(FILE *f) {
                "  eval    evaluate a checkpoint: lazytensor eval --resume PATH [--model ...]\n"
                "  bench   trace-overhead table and a short training benchmark\n"
                "  demo    a tiny traced loop\n\n"
-               "options (default in brackets):\n");
+               "options%s%s (default in brackets):\n",
+            cmd ? " of " : "", cmd ? cmd : "");
     for (size_t i = 0; i < NOPTS; i++) {
+        if (cmd && !cmd_reads_opt(cmd, table[i].name)) continue;
         char lhs[48];
         snprintf(lhs, sizeof lhs, "--%s%s%s", table[i].name, table[i].arg ? " " : "", table[i].arg ? table[i].arg : "");
         fprintf(f, "  %-24s %s", lhs, table[i].help);
         if (table[i].choices) fprintf(f, " (%s)", table[i].choices);
         fprintf(f, " [%s]\n", table[i].dflt);
     }
-    fprintf(f, "  %-24s %s\n\nFashion-MNIST comes from the Debian package: apt-get install dataset-fashion-mnist\n",
+    fprintf(f, "  %-24s %s\n\n"
+               "exit status: 0 done; 1 the run failed; 2 usage error (nothing was run); 3 the checkpoint could\n"
+               "not be written; 4 another output (--plot, --report) could not be written; 130 interrupted\n"
+               "(SIGINT/SIGTERM: the step in flight finishes, the checkpoint and the outputs are written)\n\n"
+               "Fashion-MNIST comes from the Debian package: apt-get install dataset-fashion-mnist\n",
             "--help", "this text");
+}
+
+static const struct opt *find(const char *name) {
+    for (size_t k = 0; k < NOPTS; k++)
+        if (!strcmp(table[k].name, name)) return &table[k];
+    return NULL;
 }
 
 static bool in_choices(const char *v, const char *choices) {
@@ -137,10 +182,11 @@ static int set(const struct opt *op, cli_opts *o, const char *v) {
 }
 
 int opts_parse(cli_opts *o, int argc, char **argv) {
+    bool given[NOPTS] = {0};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            opts_help(stdout);
+            opts_help(stdout, o->cmd);
             return 1;
         }
         if (strncmp(a, "--", 2)) {
@@ -156,6 +202,14 @@ int opts_parse(cli_opts *o, int argc, char **argv) {
             fprintf(stderr, "lazytensor: unknown option '%s' (try --help)\n", a);
             return -1;
         }
+        if (!cmd_reads_opt(o->cmd, op->name)) {
+            fprintf(stderr, "lazytensor: %s does not use --%s; it reads:", o->cmd, op->name);
+            for (size_t k = 0; k < NOPTS; k++)
+                if (cmd_reads_opt(o->cmd, table[k].name)) fprintf(stderr, " --%s", table[k].name);
+            fputc('\n', stderr);
+            return -1;
+        }
+        given[op - table] = true;
         if (op->kind == FLAG) {
             if (eq) {
                 fprintf(stderr, "lazytensor: --%s takes no value\n", op->name);
@@ -175,7 +229,8 @@ int opts_parse(cli_opts *o, int argc, char **argv) {
         fprintf(stderr, "lazytensor: --batch-size, --epochs and --log-every must be at least 1\n");
         return -1;
     }
-    if (o->image_size && (o->image_size < 8 || o->image_size > 1024)) {
+    const struct opt *isz = find("image-size");
+    if (isz && given[isz - table] && (o->image_size < 8 || o->image_size > 1024)) {
         fprintf(stderr, "lazytensor: --image-size must be in 8..1024\n");
         return -1;
     }

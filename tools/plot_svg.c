@@ -3,7 +3,9 @@
  * training time went. */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
+#include <string.h>
 
 #define W 840
 #define H 600
@@ -85,7 +87,7 @@ static void time_panel(FILE *f, const run_stats *st) {
 int plot_svg(const char *path, const run_stats *st) {
     FILE *f = fopen(path, "w");
     if (!f) {
-        perror(path);
+        fprintf(stderr, "lazytensor: --plot %s: %s\n", path, strerror(errno));
         return -1;
     }
     fprintf(f, "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' width='%d' "
@@ -96,8 +98,8 @@ int plot_svg(const char *path, const run_stats *st) {
     acc_panel(f, st);
     time_panel(f, st);
     fprintf(f, "</svg>\n");
-    if (fclose(f)) {
-        perror(path);
+    if (ferror(f) | fclose(f)) {
+        fprintf(stderr, "lazytensor: --plot %s: writing failed: %s\n", path, strerror(errno));
         return -1;
     }
     return 0;

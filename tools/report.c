@@ -10,6 +10,12 @@ static void num(FILE *f, const char *key, double v, const char *sep) {
     else fprintf(f, "\"%s\": null%s", key, sep);
 }
 
+/* Counts and byte sizes: whole numbers, written without an exponent. */
+static void count(FILE *f, const char *key, double v, const char *sep) {
+    if (isfinite(v)) fprintf(f, "\"%s\": %.0f%s", key, v, sep);
+    else fprintf(f, "\"%s\": null%s", key, sep);
+}
+
 static double per_step(double s, int64_t steps) { return steps ? s * 1e3 / (double)steps : NAN; }
 
 void report_json(FILE *f, const run_stats *st) {
@@ -21,12 +27,13 @@ void report_json(FILE *f, const run_stats *st) {
     num(f, "compile_ms_total", st->compile_s * 1e3, ", ");
     num(f, "execute_ms_per_step", per_step(st->exec_s, st->steps), ", ");
     num(f, "data_ms_per_step", per_step(st->data_s, st->steps), ", ");
-    num(f, "uncached_compiles", st->uncached, ", ");
-    num(f, "cached_compiles", st->cached, ", ");
+    count(f, "uncached_compiles", st->uncached, ", ");
+    count(f, "cached_compiles", st->cached, ", ");
     num(f, "first_loss", st->first_loss, ", ");
     num(f, "final_loss", st->final_loss, ", ");
     num(f, "test_accuracy", st->test_acc, ", ");
-    num(f, "peak_bytes", st->peak_bytes, ", ");
+    count(f, "peak_bytes", st->peak_bytes, ", ");
+    fprintf(f, "\"interrupted\": %s, ", st->interrupted ? "true" : "false");
     fprintf(f, "\"losses\": [");
     for (int64_t i = 0; i < st->steps; i++) {
         if (isfinite(st->loss[i])) fprintf(f, "%s%.9g", i ? ", " : "", st->loss[i]);
@@ -42,8 +49,8 @@ static void row(FILE *f, const char *what, double ms, double total) {
 
 void report_table(FILE *f, const run_stats *st) {
     double total = st->wall_s * 1e3;
-    fprintf(f, "\n== summary: %s on %s, %lld steps of batch %lld\n", st->model, st->data, (long long)st->steps,
-            (long long)st->batch);
+    fprintf(f, "\n== summary: %s on %s, %lld steps of batch %lld%s\n", st->model, st->data, (long long)st->steps,
+            (long long)st->batch, st->interrupted ? " (interrupted)" : "");
     if (isfinite(st->test_acc)) fprintf(f, "  %-22s %12.2f %%\n", "test accuracy", st->test_acc);
     if (isfinite(st->final_loss)) fprintf(f, "  %-22s %12.4f\n", "final loss", st->final_loss);
     if (st->wall_s > 0)

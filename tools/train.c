@@ -73,7 +73,7 @@ static double evaluate(cli_net *net, const data_set *te, const cli_opts *o, FILE
     progress_init(&pg, human, (te->n + l.batch - 1) / l.batch, o->log_every);
     double correct = 0;
     for (int64_t b = 0;; b++) {
-        int64_t rows = data_loader_fill(&l, 0, b);
+        int64_t rows = interrupted() ? 0 : data_loader_fill(&l, 0, b);
         if (!rows) break;
         lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
         lt_tensor *lg = net_logits(net, x), *am = lt_argmax(lg, 1, false), *eq = lt_eq(am, y);
@@ -84,33 +84,41 @@ static double evaluate(cli_net *net, const data_set *te, const cli_opts *o, FILE
     }
     progress_done(&pg);
     data_loader_free(&l);
-    return lt_error() ? NAN : 100.0 * correct / (double)te->n;
+    return lt_error() || interrupted() ? NAN : 100.0 * correct / (double)te->n;
 }
 
 void stats_free(run_stats *st) {
     free(st->loss);
+    free(st->hist);
     free(st->acc);
     free(st->acc_step);
     memset(st, 0, sizeof *st);
 }
 
+/* Steps first_step..total-1, each epoch's end evaluated; stops early, with
+ * st->interrupted, when a signal arrived. */
 static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const data_set *te, run_stats *st,
-                      FILE *human) {
+                      FILE *human, int64_t total) {
     data_loader l;
     if (data_loader_init(&l, tr, o->batch_size, o->seed, true, o->augment)) return -1;
-    int64_t nb = data_loader_full_batches(&l);
-    int64_t total = o->steps ? o->steps : nb * o->epochs, start = st->first_step;
-    int64_t n = total > start ? total - start : 0;
+    int64_t nb = data_loader_full_batches(&l), start = st->first_step;
+    int64_t n = total - start, nevals = st->nacc + n / nb + 2;
+    st->steps_per_epoch = nb;
     st->loss = calloc((size_t)n + 1, sizeof *st->loss);
-    int64_t nevals = n / nb + 2;
-    st->acc = calloc((size_t)nevals, sizeof *st->acc);
-    st->acc_step = calloc((size_t)nevals, sizeof *st->acc_step);
-    if (!st->loss || !st->acc || !st->acc_step) return data_loader_free(&l), -1;
+    double *accs = realloc(st->acc, (size_t)nevals * sizeof *accs); /* after the checkpoint's evaluations */
+    if (accs) st->acc = accs;
+    int64_t *acc_steps = realloc(st->acc_step, (size_t)nevals * sizeof *acc_steps);
+    if (acc_steps) st->acc_step = acc_steps;
+    if (!st->loss || !accs || !acc_steps) return data_loader_free(&l), -1;
     progress pg;
     progress_init(&pg, human ? stderr : NULL, total, o->log_every);
     double t_run = cli_now(), mark_s = 0, comp_s = 0;
     int rc = 0;
     for (int64_t step = start; step < total; step++) {
+        if (interrupted()) {
+            st->interrupted = true;
+            break;
+        }
         int64_t epoch = step / nb, b = step % nb;
         double t0 = cli_now();
         int64_t rows = data_loader_fill(&l, epoch, b);
@@ -165,15 +173,77 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
     return rc;
 }
 
+/* The end of a run, finished or interrupted: the checkpoint, the summary, the
+ * report and the plot, each attempted even when another failed; the exit
+ * status names the first that failed. */
+static int finish(const cli_opts *o, cli_net *net, run_stats *st, FILE *human) {
+    st->first_loss = st->steps ? st->loss[0] : NAN;
+    st->final_loss = st->steps ? st->loss[st->steps - 1] : NAN;
+    st->test_acc = st->nacc ? st->acc[st->nacc - 1] : NAN;
+    st->uncached = lt_metric("UncachedCompile");
+    st->cached = lt_metric("CachedCompile");
+    st->peak_bytes = lt_metric("PeakBytes");
+    int rc = CLI_OK;
+    int64_t step = st->first_step + st->steps;
+    char dflt[160];
+    const char *save = o->save;
+    if (!save && st->interrupted && st->steps) { /* the run so far is not lost: a named file in the cwd */
+        snprintf(dflt, sizeof dflt, "lazytensor-%s-step%lld.safetensors", o->model, (long long)step);
+        save = dflt;
+    }
+    FILE *msg = human ? human : stderr;
+    if (save) {
+        if (net_save(net, o, save, st)) rc = CLI_SAVE_FAILED;
+        else fprintf(msg, "saved checkpoint %s at step %lld (continue with --resume %s)\n", save, (long long)step, save);
+    }
+    if (human) report_table(human, st);
+    if (o->report) {
+        report_json(stdout, st);
+        if (fflush(stdout) || ferror(stdout)) {
+            fprintf(stderr, "lazytensor: --report %s: writing to stdout failed\n", o->report);
+            if (!rc) rc = CLI_OUTPUT_FAILED;
+        }
+    }
+    if (o->plot && plot_svg(o->plot, st) && !rc) rc = CLI_OUTPUT_FAILED;
+    return st->interrupted ? CLI_INTERRUPTED : rc;
+}
+
+/* A resumed run must have steps left: --steps and --epochs count from the
+ * start of training, not from the checkpoint. */
+static int check_steps_left(const cli_opts *o, int64_t first_step, int64_t nb, int64_t total) {
+    if (total > first_step) return 0;
+    if (o->steps)
+        fprintf(stderr, "lazytensor: --steps %lld: %s is already at step %lld, nothing to train (--steps counts "
+                        "from the start of training: use --steps N with N > %lld)\n",
+                (long long)o->steps, o->resume, (long long)first_step, (long long)first_step);
+    else
+        fprintf(stderr, "lazytensor: --epochs %d (%lld steps of batch %lld): %s is already at step %lld, nothing to "
+                        "train (use more --epochs, or --steps N with N > %lld)\n",
+                o->epochs, (long long)(nb * o->epochs), (long long)o->batch_size, o->resume, (long long)first_step,
+                (long long)first_step);
+    return -1;
+}
+
 int cmd_train(const cli_opts *o, run_stats *out) {
     FILE *human = o->quiet ? NULL : o->report ? stderr : stdout; /* stdout carries only the JSON then */
     data_set tr, te;
     run_stats st = {0};
-    if (open_data(o, &tr, &te)) return 1;
+    if (open_data(o, &tr, &te)) return CLI_FAILED;
+    int rc = CLI_OK;
+    if (o->batch_size > tr.n) {
+        fprintf(stderr, "lazytensor: --batch-size %lld is larger than the training set (%lld images)\n",
+                (long long)o->batch_size, (long long)tr.n);
+        rc = CLI_USAGE;
+    }
     lt_manual_seed(o->seed);
-    cli_net *net = net_create(o, tr.c, tr.h, tr.classes);
-    int rc = net ? 0 : 1;
-    if (!rc && o->resume && net_load(net, o->model, o->resume, &st.first_step)) rc = 1;
+    cli_net *net = rc ? NULL : net_create(o, tr.c, tr.h, tr.classes);
+    if (!rc && !net) rc = CLI_FAILED;
+    if (!rc && o->resume) {
+        int r = net_load(net, o, o->resume, &st);
+        if (r) rc = r == -2 ? CLI_USAGE : CLI_FAILED;
+    }
+    int64_t nb = tr.n / o->batch_size, total = o->steps ? o->steps : nb * o->epochs;
+    if (!rc && check_steps_left(o, st.first_step, nb, total)) rc = CLI_USAGE;
     if (!rc && human) {
         fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g\n", net_describe(net),
                 o->data, (long long)tr.n, tr.c, tr.h, tr.w, (long long)o->batch_size, o->optimizer, o->lr);
@@ -181,19 +251,8 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     }
     if (!rc) {
         st.model = o->model, st.data = o->data, st.optimizer = o->optimizer;
-        if (train_loop(o, net, &tr, &te, &st, human)) rc = 1;
-    }
-    if (!rc && o->save && net_save(net, o->model, o->save, st.first_step + st.steps)) rc = 1;
-    if (!rc) {
-        st.first_loss = st.steps ? st.loss[0] : NAN;
-        st.final_loss = st.steps ? st.loss[st.steps - 1] : NAN;
-        st.test_acc = st.nacc ? st.acc[st.nacc - 1] : NAN;
-        st.uncached = lt_metric("UncachedCompile");
-        st.cached = lt_metric("CachedCompile");
-        st.peak_bytes = lt_metric("PeakBytes");
-        if (human) report_table(human, &st);
-        if (o->report) report_json(stdout, &st);
-        if (o->plot && plot_svg(o->plot, &st)) rc = 1;
+        if (train_loop(o, net, &tr, &te, &st, human, total)) rc = CLI_FAILED;
+        else rc = finish(o, net, &st, human);
     }
     net_free(net);
     data_set_free(&tr);
@@ -206,18 +265,21 @@ int cmd_train(const cli_opts *o, run_stats *out) {
 int cmd_eval(const cli_opts *o) {
     if (!o->resume) {
         fprintf(stderr, "lazytensor: eval needs --resume PATH (a checkpoint written by train --save)\n");
-        return 2;
+        return CLI_USAGE;
     }
     data_set tr, te;
     if (open_data(o, &tr, &te)) return 1;
     cli_net *net = net_create(o, te.c, te.h, te.classes);
-    int64_t step = 0;
-    int rc = !net || net_load(net, o->model, o->resume, &step);
+    run_stats ck = {0};
+    int r = net ? net_load(net, o, o->resume, &ck) : -1;
+    int rc = r == -2 ? CLI_USAGE : r ? CLI_FAILED : CLI_OK;
+    int64_t step = ck.first_step;
+    stats_free(&ck);
     if (!rc) {
         double t0 = cli_now(), acc = evaluate(net, &te, o, o->report ? NULL : stderr);
         if (isnan(acc)) {
             fprintf(stderr, "lazytensor: evaluation failed: %s\n", lt_error() ? lt_error_message() : "no test images");
-            rc = 1;
+            rc = CLI_FAILED;
         } else if (o->report) {
             printf("{\"step\": %lld, \"test_images\": %lld, \"test_accuracy\": %.4f, \"eval_s\": %.3f}\n",
                    (long long)step, (long long)te.n, acc, cli_now() - t0);

@@ -173,6 +173,14 @@ static int read_header(FILE *f, const char *path, uint64_t fsize, json *hdr, uin
     if (fsize < 8)
         return bad(path, "truncated: %llu bytes, a safetensors file has at least 8", (unsigned long long)fsize);
     if (read_at(f, path, 0, len8, 8)) return -1;
+    /* A safetensors file is an 8-byte length and then a JSON object: when the
+     * ninth byte is not '{', the file is something else (text, an image...),
+     * and saying so beats reporting its first 8 bytes as a length. */
+    char first;
+    if (fsize > 8 && read_at(f, path, 8, &first, 1)) return -1;
+    if (fsize > 8 && first != '{')
+        return bad(path, "not a safetensors file (its 8-byte length prefix must be followed by a JSON header, which "
+                         "must start with '{')");
     uint64_t hlen = 0;
     for (int k = 7; k >= 0; k--) hlen = (hlen << 8) | len8[k];
     if (hlen > ST_MAX_HEADER)
@@ -187,8 +195,7 @@ static int read_header(FILE *f, const char *path, uint64_t fsize, json *hdr, uin
     if (read_at(f, path, 8, text, (size_t)hlen)) { core_free(text); return -1; }
     char err[160];
     int rc = 0;
-    if (text[0] != '{') rc = bad(path, "header does not start with '{'");
-    else if (json_parse(text, (size_t)hlen, hdr, err, sizeof err))
+    if (json_parse(text, (size_t)hlen, hdr, err, sizeof err))
         rc = err_code() ? -1 : bad(path, "header is not valid JSON: %s", err);
     else if (hdr->kind != JSON_OBJ)
         rc = bad(path, "header is not a JSON object");

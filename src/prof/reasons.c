@@ -37,6 +37,9 @@ void prof_reasons_step(uint64_t step, double uncached_this_step) {
     /* The first window is warm-up: compiling the training step, then the
      * evaluation graph, is expected there. */
     if (step < PROF_RECOMPILE_WINDOW) return;
+    /* Eager mode syncs after every op, so each distinct op is its own graph:
+     * many compiles are what it is for, not a sign of a changing shape. */
+    if (g_config.eager) return;
     if (last_warn && step + 1 - last_warn < PROF_RECOMPILE_WINDOW) return;
     double sum = 0;
     for (int i = 0; i < PROF_RECOMPILE_WINDOW; i++) sum += window[i];
