@@ -7,6 +7,7 @@
  * a root). */
 #include "harness.h"
 
+#include "api/nn.h"
 #include "backend/cpu/cpu.h"
 #include "exec/exec.h"
 
@@ -150,11 +151,103 @@ TEST(blocked_values_meet_plain_consumers) {
     }
 }
 
+/* ---- max pooling on blocked planes (pool_blocked.c), every ISA copy,
+ * against the reference backend on the same values in plain NCHW, with
+ * NaNs (a window holding one gives NaN; its gradient goes to the last NaN)
+ * and -inf (an all -inf window gives -inf; the gradient goes to its first
+ * element) ---- */
+
+/* (N, C, H, W) plain <-> nChw16c: element (n, c, h, w) of the blocked copy
+ * is at ((n * C/16 + c/16) * H * W + h * W + w) * 16 + c % 16. */
+static void to_blocked(const float *p, float *b, const int64_t *s, int back) {
+    int64_t C = s[1], HW = s[2] * s[3];
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < HW; k++) {
+                int64_t i = (n * C + c) * HW + k, j = ((n * (C / 16) + c / 16) * HW + k) * 16 + c % 16;
+                if (back) b[i] = p[j];
+                else b[j] = p[i];
+            }
+}
+
+static uint64_t prng = 88172645463325252ull;
+static int rnd(int n) {
+    prng ^= prng << 13, prng ^= prng >> 7, prng ^= prng << 17;
+    return (int)(prng % (uint64_t)n);
+}
+
+/* Same value (NaN matches NaN), or within tol relative to max(1, |a|). */
+static int close_enough(double a, double b, double tol) {
+    if (a != a || b != b) return a != a && b != b;
+    if (a == b) return 1;
+    return fabs(a - b) <= tol * (fabs(a) > 1 ? fabs(a) : 1);
+}
+
+static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out) {
+    int64_t k[2], st[2], pad[2], xs[4] = {1 + rnd(2), 16 * (1 + rnd(2)), 1 + rnd(9), 1 + rnd(9)};
+    for (int i = 0; i < 2; i++) {
+        k[i] = 1 + rnd(3);
+        st[i] = 1 + rnd(3);
+        pad[i] = rnd((int)k[i] / 2 + 1);
+    }
+    if (trial == 0) k[0] = k[1] = 3, st[0] = st[1] = 2, pad[0] = pad[1] = 1, xs[2] = xs[3] = 9; /* the ResNet stem's */
+    if (xs[2] + 2 * pad[0] < k[0] || xs[3] + 2 * pad[1] < k[1]) return; /* no window fits */
+    int64_t os[4] = {xs[0], xs[1], (xs[2] + 2 * pad[0] - k[0]) / st[0] + 1, (xs[3] + 2 * pad[1] - k[1]) / st[1] + 1};
+    int64_t nx = xs[0] * xs[1] * xs[2] * xs[3], ny = os[0] * os[1] * os[2] * os[3];
+    float *x = malloc((size_t)nx * 4), *g = malloc((size_t)ny * 4), *xb = malloc((size_t)nx * 4);
+    float *gb = malloc((size_t)ny * 4), *yb = malloc((size_t)ny * 4), *dxb = malloc((size_t)nx * 4);
+    float *y = malloc((size_t)ny * 4), *dx = malloc((size_t)nx * 4);
+    for (int64_t i = 0; i < nx; i++) { /* ties (small integers), NaN, -inf and runs of -inf */
+        int r = rnd(40);
+        x[i] = r == 0 ? NAN : r < 8 ? -INFINITY : (float)(rnd(7) - 3);
+        if ((i / 7) % 5 == 0) x[i] = -INFINITY;
+    }
+    for (int64_t i = 0; i < ny; i++) g[i] = (float)(rnd(1000) - 500) / 64.0f;
+    exec_set_backend(1);
+    lt_tensor *tx = h_f32(4, xs, x), *tg = h_f32(4, os, g);
+    lt_tensor *ty = lt_max_pool2d(tx, k, st, pad), *tdx = nn_max_pool2d_backward(tg, tx, k, st, pad);
+    double *ry = h_read(ty), *rdx = h_read(tdx);
+    exec_set_backend(-1);
+    CHECK_NO_ERR();
+    to_blocked(x, xb, xs, 0);
+    to_blocked(g, gb, os, 0);
+    int64_t ia[6] = {k[0], k[1], st[0], st[1], pad[0], pad[1]};
+    for (int level = 0; level <= 2; level++) {
+        cpu_set_isa(level);
+        pool_blk_max(xs, os, ia, xb, yb);
+        pool_blk_max_bwd(xs, os, ia, gb, xb, dxb);
+        to_blocked(yb, y, os, 1);
+        to_blocked(dxb, dx, xs, 1);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < ny; i++) bad += !close_enough(ry[i], y[i], 0);
+        for (int64_t i = 0; i < nx; i++) bad += !close_enough(rdx[i], dx[i], 1e-6);
+        CHECK_MSG(bad == 0, "trial %d isa %d x(%lld,%lld,%lld,%lld) k%lldx%lld s%lld,%lld p%lld,%lld: %lld mismatches",
+                  trial, level, (long long)xs[0], (long long)xs[1], (long long)xs[2], (long long)xs[3],
+                  (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)pad[0],
+                  (long long)pad[1], (long long)bad);
+    }
+    cpu_set_isa(-1);
+    for (int64_t i = 0; i < ny; i++) {
+        *nan_out += ry[i] != ry[i];
+        *ninf_out += ry[i] == -INFINITY;
+    }
+    lt_free(tx), lt_free(tg), lt_free(ty), lt_free(tdx);
+    free(ry), free(rdx), free(x), free(g), free(xb), free(gb), free(yb), free(dxb), free(y), free(dx);
+}
+
+TEST(maxpool_blocked_matches_reference) {
+    int64_t nan = 0, ninf = 0;
+    for (int t = 0; t < 40; t++) maxpool_blocked_case(t, &nan, &ninf);
+    CHECK_MSG(nan > 0 && ninf > 0, "the cases cover NaN (%lld) and all -inf (%lld) windows", (long long)nan,
+              (long long)ninf);
+}
+
 int main(void) {
     RUN(resnet20_step_matches_reference);
     RUN(resnet20_eval_matches_reference);
     RUN(resnet18_eval_backward_matches_reference);
     RUN(resnet50_eval_backward_matches_reference);
     RUN(blocked_values_meet_plain_consumers);
+    RUN(maxpool_blocked_matches_reference);
     return h_report();
 }

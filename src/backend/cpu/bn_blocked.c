@@ -11,11 +11,6 @@
 
 #include <math.h>
 
-/* The 16 channels of a block as one value, kept in registers (float[16]
- * accumulators went through memory on every step). */
-typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
-#define V16(p) (*(v16 *)(p)) /* 16 floats at p, any alignment */
-
 typedef struct bn_rows {
     void (*sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner, double *acc);
     void (*apply)(const float *xp, float *yp, const float *sc, const float *sh, int64_t inner);

@@ -85,7 +85,7 @@ typedef struct kernel {
     int nwrite;
     int32_t *write; /* values written (K_FUSED: the stores, in order) */
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
-    uint8_t blocked; /* batch norm: its activations are channel-blocked (layout.c) */
+    uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -123,7 +123,7 @@ void cpu_plan_free(plan *p);
 
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
 int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
-/* A library op (conv2d and its backward ops, max/avg pooling, avg-pool
+/* A library op (conv2d and its backward ops, avg pooling and its
  * backward, linear) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
  * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
@@ -160,6 +160,13 @@ void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, con
                   double eps, float *out);
 void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
                 double eps, float *dx, float *sums);
+
+/* Max pooling on channel-blocked (N, C, H, W) values, C a multiple of 16
+ * (pool_blocked.c): y (N, C, oH, oW) from x, or dx from g (the shape of y)
+ * and x. ia [kH, kW, sH, sW, pH, pW]. */
+void pool_blk_max(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *x, float *y);
+void pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *g, const float *x,
+                      float *dx);
 
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */

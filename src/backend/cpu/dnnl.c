@@ -2,7 +2,7 @@
  * here, behind LT_HAVE_DNNL; without it every entry point declines and the
  * caller runs a fast C kernel (nn_fast.c) or the reference kernel.
  *
- * Library ops (conv2d and its two backward ops, max/avg pooling, avg-pool
+ * Library ops (conv2d and its two backward ops, avg pooling and its
  * backward) become oneDNN primitives when the executable is compiled. Each
  * primitive picks its own layouts (format `any`: blocked nChw16c, OIhw16i16o
  * and so on); every argument whose layout differs from our plain NCHW / OIHW
@@ -185,10 +185,10 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     return finish(d, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS}, (int[]){0, 1, -1}, u);
 }
 
-/* MAX_POOL2D, AVG_POOL2D (x), AVG_POOL2D_BWD (g); ia [kH, kW, sH, sW, pH, pW, H, W].
+/* AVG_POOL2D (x), AVG_POOL2D_BWD (g); ia [kH, kW, sH, sW, pH, pW, H, W].
  * Plain NCHW throughout: pooling is memory-bound, a reorder would double
- * its traffic. Max pooling runs forward_inference (no workspace): its
- * backward is a separate node, done by a C kernel that recomputes the argmax. */
+ * its traffic. Max pooling is not here: oneDNN's max drops a NaN where
+ * PyTorch's propagates it (nn_fast.c, pool_blocked.c run it). */
 static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     const gnode *x = &g->nodes[y->in[0]];
     const int64_t *ia = y->ia, *xs = y->op == LT_OP_AVG_POOL2D_BWD ? y->shape : x->shape;
@@ -198,7 +198,7 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     md4(&ou, os, dnnl_nchw);
     dnnl_dims_t k = {ia[0], ia[1]}, str = {ia[2], ia[3]}, pl = {ia[4], ia[5]};
     dnnl_dims_t pr = {(os[2] - 1) * ia[2] + ia[0] - xs[2] - ia[4], (os[3] - 1) * ia[3] + ia[1] - xs[3] - ia[5]};
-    dnnl_alg_kind_t alg = y->op == LT_OP_MAX_POOL2D ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
+    dnnl_alg_kind_t alg = dnnl_pooling_avg_include_padding;
     dnnl_prop_kind_t prop = y->op == LT_OP_AVG_POOL2D_BWD ? dnnl_forward_training : dnnl_forward_inference;
     dnnl_pooling_desc_t fd, bd;
     dnnl_primitive_desc_t fpd, pd;
@@ -238,7 +238,6 @@ cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) 
     case LT_OP_CONV2D:
     case LT_OP_CONV2D_BWD_INPUT:
     case LT_OP_CONV2D_BWD_WEIGHT:
-    case LT_OP_MAX_POOL2D:
     case LT_OP_AVG_POOL2D:
     case LT_OP_AVG_POOL2D_BWD: kind = D_PRIM; break;
     case LT_OP_LINEAR: kind = D_LINEAR; break;

@@ -4,10 +4,10 @@
  * (122 reorders). Here a value keeps the blocked layout when everything that
  * touches it can work on it: the convs (their primitive then reads and
  * writes it directly), the batch-norm kernels (blocked loops in
- * bn_blocked.c), and fused elementwise groups whose operands all have the
+ * bn_blocked.c), max pooling and its backward (pool_blocked.c), and fused elementwise groups whose operands all have the
  * group's shape (index i is the same element in every operand, whatever
  * the layout). Values that must agree (the operands and outputs of one
- * batch-norm or fused kernel) form a class; a class is blocked only if all
+ * batch-norm, max-pooling or fused kernel) form a class; a class is blocked only if all
  * its values are 4-D float32 with a multiple of 16 channels, none is a
  * root, a parameter or read by any other kernel, and a conv touches it. */
 #include "cpu.h"
@@ -44,6 +44,9 @@ static int is_bn(const gnode *y) {
     return y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT ||
            y->op == LT_OP_BN_BWD_PARAMS;
 }
+
+/* Max pooling (pool_blocked.c): x and y, or g, x and dx, share one layout. */
+static int is_maxpool(const gnode *y) { return y->op == LT_OP_MAX_POOL2D || y->op == LT_OP_MAX_POOL2D_BWD; }
 
 /* A fused group on which the layout does not matter: every load and store
  * has the group's shape (or is one scalar). */
@@ -82,12 +85,14 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
             continue;
         }
         int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD) && is_bn(y);
-        if (bn || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
+        int pool = kn->kind == K_REF && is_maxpool(y);
+        if (bn || pool || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
             int32_t first = -1;
             for (int i = 0; i < kn->nread; i++) {
                 int32_t v = kn->read[i];
-                int big = bn ? i < (y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2)
-                             : g->nodes[v].numel > 1;
+                int big = bn     ? i < (y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2)
+                          : pool ? 1
+                                 : g->nodes[v].numel > 1;
                 if (!big) {
                     plain[v] |= g->nodes[v].ndim == 4; /* a 4-D operand read per channel would need the layout */
                     continue;
@@ -120,9 +125,11 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
             int32_t c = find(cls, v);
             blk[v] = !cplain[c] && cconv[c];
         }
-        for (int j = 0; j < nk; j++) /* batch norm's loops follow the layout of its class */
-            if (is_bn(&g->nodes[k[j].node]) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD))
+        for (int j = 0; j < nk; j++) { /* batch norm's and max pooling's loops follow the layout of their class */
+            const gnode *y = &g->nodes[k[j].node];
+            if ((is_bn(y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD)) || (is_maxpool(y) && k[j].kind == K_REF))
                 k[j].blocked = blk[k[j].read[0]];
+        }
         rc = 0;
     }
     core_free(cls), core_free(plain), core_free(conv), core_free(cplain), core_free(cconv);

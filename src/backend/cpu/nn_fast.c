@@ -1,6 +1,8 @@
 /* Fast float32 C kernels for the NN ops whose IR split does not map onto a
- * oneDNN primitive (DESIGN 6): max-pool backward (oneDNN wants the forward's
- * workspace; we recompute the argmax, as the reference does), adaptive
+ * oneDNN primitive (DESIGN 6): max pooling (oneDNN's backward wants the
+ * forward's workspace, so we recompute the argmax, as the reference does;
+ * oneDNN's forward drops NaNs, PyTorch's propagates them; the blocked-layout
+ * loops are in pool_blocked.c), adaptive
  * average pooling, and batch norm, whose statistics, normalization and two
  * backward halves are separate nodes. Memory-bound loops, parallel over
  * planes or channels; sums of a contiguous run in float (vectorized), runs
@@ -221,8 +223,14 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
         if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
     const gnode *a0 = &g->nodes[y->in[0]];
     switch ((enum lt_op)y->op) {
-    case LT_OP_MAX_POOL2D: max_pool(y, a0->shape, y->shape, in, out); return 0;
-    case LT_OP_MAX_POOL2D_BWD: max_pool(y, y->shape, a0->shape, in, out); return 0;
+    case LT_OP_MAX_POOL2D:
+        if (blocked) pool_blk_max(a0->shape, y->shape, y->ia, in[0], out);
+        else max_pool(y, a0->shape, y->shape, in, out);
+        return 0;
+    case LT_OP_MAX_POOL2D_BWD:
+        if (blocked) pool_blk_max_bwd(y->shape, a0->shape, y->ia, in[0], in[1], out);
+        else max_pool(y, y->shape, a0->shape, in, out);
+        return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D: adaptive_avg(y, a0->shape, y->shape, in[0], out); return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;

@@ -48,6 +48,16 @@ float tanhf(float) SIMD_DECL;
 #define TARGET_PUSH(isa) _Pragma("GCC push_options") PRAGMA_(GCC target(isa))
 #define TARGET_POP() _Pragma("GCC pop_options")
 
+/* The 16 channels of a block of nChw16c (layout.c) as one value, kept in
+ * registers (float[16] accumulators went through memory on every step):
+ * one zmm under AVX-512, two ymm under AVX2. vi16 holds the lane masks of
+ * comparisons (-1 / 0) and lane indices. */
+typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t vi16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define V16(p) (*(v16 *)(p)) /* 16 floats at p, any alignment */
+/* m ? a : b per lane, m a comparison's mask (GCC's C has no vector ?:). */
+#define VSEL(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))
+
 #define CAT3_(a, b, c) a##b##c
 #define CAT3(a, b, c) CAT3_(a, b, c)
 
