@@ -412,6 +412,37 @@ int64_t     lt_loader_batch_size(const lt_loader *loader);
  * (*x, *y NULL), or -1 with an error set. */
 int64_t     lt_loader_batch(lt_loader *loader, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y);
 
+/* ---- several processes (DESIGN 12) ------------------------------------------------- */
+/* Data-parallel training over MPI: launch the same program N times with
+ * `mpirun -np N prog` (or srun); each process is one rank. Launched that
+ * way, the library joins the job at its first call (lt_dist_init makes it
+ * explicit) and leaves it at exit; run by hand, or built without MPI, the
+ * world is one rank and every collective is the identity. Each rank's
+ * default thread count is its machine's cores divided by the ranks there.
+ *
+ * Collectives are traced ops like any other: ONE node each, in place
+ * (through views too), run inside the step's compiled graph, every rank
+ * running the same graphs in the same order. Before a graph with
+ * collectives runs, the ranks compare its key: ranks that traced different
+ * graphs get an error (LT_ERR_STATE) at that sync, never a deadlock or a
+ * wrong sum. Collectives are not differentiable: on a tensor that requires
+ * grad, call them between lt_no_grad_begin() and lt_no_grad_end(). */
+typedef enum lt_reduce_op { LT_REDUCE_SUM, LT_REDUCE_MEAN, LT_REDUCE_MAX, LT_REDUCE_MIN } lt_reduce_op;
+int  lt_dist_init(void);        /* idempotent; 0, or -1 with an error set */
+int  lt_dist_rank(void);        /* 0 .. world size - 1 */
+int  lt_dist_world_size(void);
+void lt_dist_finalize(void);    /* optional (done at exit); collectives fail afterwards */
+void lt_dist_abort(int code);   /* ends every rank of the job with code (exit(code) in a world of one) */
+/* t := the reduction over the ranks of each rank's t, on every rank. MEAN
+ * needs a float dtype; a bool SUM is a logical or. Returns t, NULL on error. */
+lt_tensor *lt_all_reduce_(lt_tensor *t, lt_reduce_op op);
+/* t := rank root's t, on every rank. Returns t, NULL on error. */
+lt_tensor *lt_broadcast_(lt_tensor *t, int root);
+/* Each parameter's accumulated gradient := its mean over the ranks, traced
+ * (call it between lt_backward and lt_optim_step). Parameters without a
+ * gradient are skipped; a world of one traces nothing. Borrows. 0 or -1. */
+int  lt_dist_average_grads(int n, lt_tensor *const *params);
+
 #ifdef __cplusplus
 }
 #endif

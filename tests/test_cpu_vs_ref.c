@@ -1296,6 +1296,39 @@ TEST(donation_in_place_update) {
     lt_free(m);
 }
 
+/* Collectives (test_dist checks them across ranks; here, as a single
+ * process runs this file, a world of one): inside a graph with other ops,
+ * through a non-contiguous view, every dtype. */
+typedef struct cctx {
+    int op;
+    lt_tensor *x;
+} cctx;
+static lt_tensor *make_collective(void *p) {
+    cctx *c = p;
+    lt_tensor *y = lt_clone(c->x), *v = lt_ndim(y) >= 2 ? lt_transpose(y, 0, 1) : lt_clone(y);
+    lt_tensor *r = c->op == LT_OP_BROADCAST ? lt_broadcast_(v, 0) : lt_all_reduce_(v, LT_REDUCE_SUM);
+    lt_tensor *out = r ? lt_add(y, v) : NULL;
+    lt_free(y);
+    lt_free(v);
+    return out;
+}
+
+static void collective_cases(void) {
+    char what[64];
+    for (int op = LT_OP_ALL_REDUCE; op <= LT_OP_BROADCAST; op++)
+        for (int dt = 0; dt < NDT; dt++)
+            for (int trial = 0; trial < 3; trial++) {
+                int64_t s[LT_MAX_DIMS];
+                int nd = rand_shape(s);
+                cctx c = {op, rand_tensor((lt_dtype)dt, nd, s, 0)};
+                snprintf(what, sizeof what, "%s dtype %d trial %d", g_ops[op].name, dt, trial);
+                differential(what, op, make_collective, &c, 1e-6);
+                lt_free(c.x);
+            }
+}
+
+TEST(collectives) { collective_cases(); }
+
 /* Every op of the table (but DATA) was compared by the tests above: the
  * NN ops without fast cpu kernels (losses, dropout, indexing,
  * AS_STRIDED_BACKWARD) run the reference kernel on both sides, around
@@ -1324,6 +1357,7 @@ TEST(every_op_bf16) {
     for (int t = 0; t < 8; t++) layer_norm_case(t);
     for (int t = 0; t < 8; t++) attention_case(t);
     for (int t = 0; t < 3; t++) grad_norm_case(t);
+    collective_cases();
     g_bf16 = 0;
 }
 
@@ -1344,6 +1378,7 @@ int main(void) {
     RUN(every_isa);
     RUN(views_scatters_cat);
     RUN(nn_ops);
+    RUN(collectives);
     RUN(nn_losses_indexing_dropout);
     RUN(transformer_ops);
     RUN(random_programs);

@@ -4,6 +4,7 @@
 #define LT_API_H
 
 #include "../autograd/autograd.h"
+#include "../dist/dist.h"
 #include "../exec/exec.h"
 #include "../prof/prof.h"
 

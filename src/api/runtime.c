@@ -8,6 +8,7 @@ static void at_exit(void) {
 void api_init_slow(void) {
     core_init_slow();
     prof_init();
+    dist_init(); /* joins the MPI job when launched by mpirun; else a world of one */
     atexit(at_exit);
 }
 

@@ -159,6 +159,7 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_NLL_LOSS_BWD: case LT_OP_CROSS_ENTROPY_BWD: case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD:
     case LT_OP_AS_STRIDED_BACKWARD: case LT_OP_GELU_BWD: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS:
     case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
+    case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST:
         break;
     }
     LT_ASSERT(0 && "backward of an op that is not differentiable");

@@ -26,6 +26,8 @@ void core_init_slow(void) {
     g_config.dispatch_trace = (int)env_int("LT_DISPATCH_TRACE", 0);
     g_config.metrics_at_exit = (int)env_int("LT_METRICS", 0);
     g_config.num_threads = (int)env_int("LT_NUM_THREADS", 0);
+    int64_t mb = env_int("LT_DIST_BUCKET_MB", 4);
+    g_config.dist_bucket_bytes = mb > 0 && mb < 1 << 20 ? (size_t)mb << 20 : 0;
     g_config.trace_kernels = (int)env_int("LT_TRACE_KERNELS", 0);
     const char *b = getenv("LT_BACKEND");
     g_config.backend = 0;

@@ -145,6 +145,7 @@ typedef struct core_config {
     int metrics_at_exit;      /* LT_METRICS */
     int backend;              /* LT_BACKEND: 0 = cpu, 1 = ref */
     int num_threads;          /* LT_NUM_THREADS (0 = all) */
+    size_t dist_bucket_bytes; /* LT_DIST_BUCKET_MB: collectives coalesced up to this size (0 = off) */
     const char *dump_ir_dir;  /* LT_DUMP_IR */
     const char *trace_file;   /* LT_TRACE_FILE */
     int trace_kernels;        /* LT_TRACE_KERNELS */

@@ -79,7 +79,12 @@ exec_graph *exec_optimize(const exec_graph *g) {
     int32_t *seq = core_malloc((size_t)(n ? n : 1) * sizeof *seq), *order = core_malloc((size_t)(n ? n : 1) * 4);
     exec_graph *o = NULL;
     if (!repl || !remap_pool || !table || !live || !seq || !order) goto done;
-    for (int32_t k = 0; k < n; k++) seq[k] = g->nodes[k].seq;
+    /* A collective runs as soon as its operand is ready, whenever the program
+     * issued it: its communication then overlaps the kernels that follow
+     * (the late layers' gradients travel while the early layers' backward
+     * runs, as PyTorch DDP's buckets). */
+    for (int32_t k = 0; k < n; k++)
+        seq[k] = g_ops[g->nodes[k].op].flags & COLLECTIVE ? INT32_MIN + 1 : g->nodes[k].seq;
     memset(table, 0xff, hcap * sizeof *table);
     /* Two roots are never merged: each keeps its own output buffer. Merged,
      * two storages would share one buffer after the sync, and the next step,

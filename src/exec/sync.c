@@ -3,6 +3,7 @@
  * find or compile the executable, and run it. */
 #include "exec.h"
 
+#include "../dist/dist.h"
 #include "../prof/prof.h"
 
 /* Scratch vectors reused across syncs: a steady loop allocates nothing here. */
@@ -20,6 +21,7 @@ static size_t params_cap;
 static double *scalars;
 static size_t scalars_cap;
 static uint32_t sync_epoch;
+static int ncollectives; /* in the last post-order: the graph talks to the other ranks */
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
@@ -43,6 +45,7 @@ static int emit(uint64_t w) {
 static int post_order(ir_node *const *roots, int nroots, size_t *pn, int *pnparams, int *pnscalars) {
     size_t n = 0;
     int nparams = 0, nscalars = 0;
+    ncollectives = 0;
     for (int r = 0; r < nroots; r++) {
         if (roots[r]->mark == sync_epoch) continue;
         size_t sp = 0;
@@ -65,6 +68,7 @@ static int post_order(ir_node *const *roots, int nroots, size_t *pn, int *pnpara
             if (GROW(order, order_cap, n + 1)) return -1;
             x->idx = (int32_t)n;
             order[n++] = x;
+            ncollectives += (g_ops[x->op].flags & COLLECTIVE) != 0;
             if (x->op == LT_OP_DATA && x->buf->mark != sync_epoch) {
                 x->buf->mark = sync_epoch;
                 x->buf->slot = nparams;
@@ -212,6 +216,9 @@ int exec_sync_nodes_ex(ir_node *const *roots, int nroots, lt_buffer **outs, lt_b
     prof_span("graph key", t0);
     cache_entry *e = cache_find(key, serial, serial_len);
     prof_span("cache lookup", tk);
+    /* Every rank must run the same collectives in the same order: compare
+     * the keys first (a world of one only checks the group is open). */
+    if (ncollectives && dist_check_key(key)) return -1;
     if (e) {
         prof_add(M_CachedCompile, 1);
     } else {

@@ -12,7 +12,8 @@ enum lt_op {
 };
 
 enum op_kind { LEAF, CREATE, ELEMWISE, REDUCE, VIEW, SCATTER, LIBRARY, SHAPE };
-enum op_flag { GRAD = 1, INPLACE_OK = 2, SCALAR_ATTR = 4 };
+/* COLLECTIVE: communicates with the other ranks (src/dist); every rank must run it. */
+enum op_flag { GRAD = 1, INPLACE_OK = 2, SCALAR_ATTR = 4, COLLECTIVE = 8 };
 
 typedef struct op_info {
     const char *name;

@@ -32,7 +32,11 @@
     X(PeakBytes, GAUGE)                 \
     X(ArenaBytes, GAUGE)                \
     X(CacheEvictions, COUNTER)          \
-    X(RecompileWarnings, COUNTER)
+    X(RecompileWarnings, COUNTER)       \
+    X(AllReduceCount, COUNTER)          \
+    X(AllReduceBytes, COUNTER)          \
+    X(AllReduceTime, TIMER)             \
+    X(CommExposedTime, TIMER)
 
 enum prof_kind { COUNTER, TIMER, DIST, GAUGE };
 enum prof_metric {
@@ -90,7 +94,10 @@ const char *prof_report(void);
  * Callers test the flag before reading a clock, so a switch that is off
  * costs one predictable branch and no clock read. */
 extern int g_prof_trace, g_prof_kernels;
-enum prof_track { TRACK_RUNTIME = 1, TRACK_USER = 2 };
+/* Collectives (src/dist) get tracks TRACK_COMM .. TRACK_COMM + TRACK_COMM_N - 1,
+ * one per outstanding request, so spans that overlap in time never share one. */
+enum prof_track { TRACK_RUNTIME = 1, TRACK_USER = 2, TRACK_COMM = 16 };
+#define TRACK_COMM_N 8
 int prof_trace_open(const char *path);
 void prof_trace_close(void);
 /* One complete span [t0, t1] (prof_now_ns clock) on a track. `name` is

@@ -36,6 +36,11 @@ int prof_trace_open(const char *path) {
     fprintf(out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"lazytensor\"}}");
     meta("thread_name", TRACK_RUNTIME, "runtime");
     meta("thread_name", TRACK_USER, "user spans");
+    for (int i = 0; i < TRACK_COMM_N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "collectives %d", i);
+        meta("thread_name", TRACK_COMM + i, name);
+    }
     g_prof_trace = 1;
     g_prof_kernels = g_config.trace_kernels != 0;
     return 0;

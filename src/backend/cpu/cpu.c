@@ -4,6 +4,7 @@
  * reference kernel for their node, counted in FallbackOps. */
 #include "cpu.h"
 
+#include "../../dist/dist.h"
 #include "../../exec/passes.h"
 #include "../../prof/prof.h"
 #include "../ref/ref.h"
@@ -27,6 +28,7 @@ typedef struct cpu_exe {
     size_t scratch_bytes; /* tile registers and library scratch, for PeakBytes */
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
+    coll_plan cp;      /* collectives: where each is waited for (coll.c) */
 } cpu_exe;
 
 static int debug_guards;
@@ -40,6 +42,10 @@ static int nthreads(void) {
     if (!threads_set) {
         /* One thread runtime for our loops and oneDNN's: set once. */
         if (g_config.num_threads > 0) omp_set_num_threads(g_config.num_threads);
+        /* Several ranks on this machine share its cores: a default launch never oversubscribes. */
+        else if (dist_local_size() > 1) omp_set_num_threads(omp_get_num_procs() / dist_local_size() > 1
+                                                                  ? omp_get_num_procs() / dist_local_size()
+                                                                  : 1);
         threads_set = 1;
 #ifdef __GLIBC__
         /* Step outputs are large and recur every step: keep them in the heap
@@ -70,6 +76,7 @@ static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
     lib_free(e);
+    cpu_coll_plan_free(&e->cp, e->nk);
     core_free(e->lib_scratch);
     cpu_kernels_free(e->k, e->nk);
     cpu_plan_free(&e->pl);
@@ -118,7 +125,8 @@ static int lay_out(cpu_exe *e) {
 static void *cpu_compile(const exec_graph *g0) {
     cpu_exe *e = core_calloc(1, sizeof *e);
     if (!e) return NULL;
-    if (!(e->g = exec_optimize(g0)) || cpu_fuse(e->g, &e->k, &e->nk) || cpu_plan(e->g, e->k, e->nk, &e->pl)) {
+    if (!(e->g = exec_optimize(g0)) || cpu_fuse(e->g, &e->k, &e->nk) || cpu_plan(e->g, e->k, e->nk, &e->pl) ||
+        cpu_coll_plan(e->g, e->k, e->nk, &e->cp)) {
         cpu_free(e);
         return NULL;
     }
@@ -217,6 +225,10 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
     for (int i = 0; i < kn->nread; i++) rp[i] = sp[so[kn->read[i]]];
     for (int i = 0; i < kn->nwrite; i++) wp[i] = sp[so[kn->write[i]]];
     const gnode *y = &g->nodes[kn->node];
+    if (kn->kind == K_COLL) { /* its first half; a bucket's members may be empty or not */
+        cpu_coll_start(g, kn, &e->cp, (int)(kn - e->k), rp, wp);
+        return;
+    }
     if (y->numel == 0) return; /* every output of a kernel has its node's shape: nothing to write */
     size_t es = dtype_size((lt_dtype)y->dtype);
     uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: one span per kernel, named by its last op */
@@ -233,6 +245,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
     case K_VIEW: break; /* shares its operand's bytes */
+    case K_COLL: break; /* started above */
     case K_STRIDED:
         strided_copy(wp[0], rp[0], es, y->ndim, y->shape, y->ia, y->ia[y->ndim], y->numel, 0);
         break;
@@ -270,6 +283,14 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
     }
     }
     prof_kernel_end(g_ops[y->op].name, kt0);
+}
+
+/* Completes the collectives whose results kernel j (e->nk: the end) reads first. */
+static void wait_before(cpu_exe *e, int j, char *const *sp) {
+    for (int32_t w = e->cp.wait_start[j]; w < e->cp.wait_start[j + 1]; w++) {
+        int32_t c = e->cp.wait[w];
+        cpu_coll_wait(e->g, &e->k[c], &e->cp, c, sp, e->pl.slot_of);
+    }
 }
 
 static int guard_ok(const char *p) {
@@ -330,7 +351,12 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     for (int s = 0; s < pl->nslots; s++)
         if (sb[s] && !donated[s]) step_bytes += pl->slots[s].nbytes;
     prof_gauge_max(M_PeakBytes, (double)step_bytes);
-    for (int j = 0; j < e->nk; j++) run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
+    for (int j = 0; j < e->nk; j++) {
+        if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
+        run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
+        if (LT_UNLIKELY(e->cp.wait != NULL) && dist_pending()) dist_progress(); /* MPI moves only inside MPI calls */
+    }
+    if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, e->nk, sp);
     if (debug_guards)
         for (int s = 0; s < pl->nslots; s++) {
             const slot *sl = &pl->slots[s];

@@ -73,7 +73,9 @@ int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 /* K_BN_BWD: a batch-statistics BN_BWD_INPUT (node) and the BN_BWD_PARAMS
  * of the same g, x and statistics in one kernel: both need the same
  * per-channel sums, read off g and x once (write[0] dx, write[1] sums). */
-enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD };
+/* K_COLL: a collective, or a bucket of them (nmembers > 1: read[i] ->
+ * write[i] for each member), run in two halves (coll.c). */
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL };
 
 typedef struct kernel {
     uint8_t kind;
@@ -91,6 +93,26 @@ typedef struct kernel {
 /* Groups the optimized graph's nodes into kernels in execution order. */
 int cpu_fuse(const exec_graph *g, kernel **out, int *nk);
 void cpu_kernels_free(kernel *k, int nk);
+
+/* ---- collectives (coll.c) ---- */
+/* Merges consecutive compatible collective kernels into buckets of at most
+ * cap bytes (0: none), each placed where its last member was. */
+int cpu_bucket_collectives(const exec_graph *g, kernel *ks, int *nk, size_t cap);
+/* Per executable: where each collective is waited for, its staging buffer
+ * (buckets), its outstanding request during a run. All NULL: none. */
+typedef struct coll_plan {
+    int32_t *wait_start; /* waits before kernel j: wait[wait_start[j] .. wait_start[j + 1]); j = nk: at the end */
+    int32_t *wait;       /* kernel indices of K_COLL kernels */
+    char **stage;        /* per kernel: a bucket's buffer, NULL otherwise */
+    int *req;            /* per kernel: dist request in flight, -1 */
+} coll_plan;
+int cpu_coll_plan(const exec_graph *g, const kernel *k, int nk, coll_plan *cp);
+void cpu_coll_plan_free(coll_plan *cp, int nk);
+/* rp: the kernel's operands; wp: its results (in place, no bucket). */
+void cpu_coll_start(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, void *const *rp, void *const *wp);
+/* Completes kernel j's collective and writes its results (sp[slot_of[v]]). */
+void cpu_coll_wait(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, char *const *sp,
+                   const int32_t *slot_of);
 
 /* ---- layouts (layout.c) ---- */
 /* blk[v] = 1 where value v is kept channel-blocked (nChw16c) rather than

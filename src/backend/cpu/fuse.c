@@ -261,6 +261,8 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
         kn->kind = contiguous_view(y) ? K_VIEW : K_STRIDED;
     } else if (y->op == LT_OP_AS_STRIDED_SCATTER) {
         kn->kind = K_SCATTER;
+    } else if (g_ops[y->op].flags & COLLECTIVE) {
+        kn->kind = K_COLL;
     } else if (y->nin == 1 && cpu_reduce_ok(y, &g->nodes[y->in[0]])) {
         kn->kind = K_REDUCE;
     }
@@ -272,6 +274,8 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
     if (!kn->read || !kn->write || !kn->inplace_ok) return -1;
     /* A scatter whose base dies may write its window into the base. */
     if (kn->kind == K_SCATTER) kn->inplace_ok[0] = 1;
+    /* A collective copies its operand into its result and runs there. */
+    if (kn->kind == K_COLL) kn->inplace_ok[0] = 1;
     /* Batch norm's outputs depend on inputs at the same index only (after
      * the channel's sums, read first): one may take the place of a dying x
      * (BN_APPLY: the eval forward's conv output) or g, x (BN_BWD_INPUT). */
@@ -416,6 +420,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
     if (pair_bn_bwd(g, ks, &nkern)) goto done;
+    if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
 done:
     if (rc) {

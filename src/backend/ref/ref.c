@@ -134,6 +134,7 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_ATTENTION: ref_attention(y, in, sc, out); break;
     case LT_OP_ATTENTION_BWD: ref_attention_bwd(y, in, sc, out); break;
     case LT_OP_GRAD_NORM: ref_grad_norm(y, in, out); break;
+    case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST: ref_collective(y, in, out); break;
     }
 }
 

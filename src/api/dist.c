@@ -1,0 +1,78 @@
+/* The process group and the collectives of the public API (DESIGN 12).
+ * A collective is one IR node assigned in place through functionalization,
+ * so it joins the step's one compiled graph; src/dist runs it. */
+#include "api.h"
+
+_Static_assert((int)LT_REDUCE_SUM == DIST_SUM && (int)LT_REDUCE_MEAN == DIST_MEAN &&
+                   (int)LT_REDUCE_MAX == DIST_MAX && (int)LT_REDUCE_MIN == DIST_MIN,
+               "lt_reduce_op and dist_op must agree");
+
+int lt_dist_init(void) {
+    if (LT_UNLIKELY(!g_initialized)) api_init_slow(); /* which joins the job */
+    return dist_init();
+}
+int lt_dist_rank(void) {
+    lt_dist_init();
+    return dist_rank();
+}
+int lt_dist_world_size(void) {
+    lt_dist_init();
+    return dist_world();
+}
+void lt_dist_finalize(void) { dist_finalize(); }
+void lt_dist_abort(int code) { dist_abort(code); }
+
+static const char *const op_names[DIST_NOPS] = {"sum", "mean", "max", "min"};
+
+/* One node (ALL_REDUCE or BROADCAST) over t's value, assigned to t. */
+static lt_tensor *collective(const char *fn, lt_tensor *t, int op, int64_t arg) {
+    API_ENTER();
+    if (api_check(fn, "t", t)) return NULL;
+    if (t->overlaps)
+        return err_set(LT_ERR_ARG, "%s: argument 't' is an expanded view: more than one element refers to a single memory location", fn);
+    if (LT_UNLIKELY(g_ag_on) && t->ag != AG_DETACHED && t->st->grad_owner)
+        return err_set(LT_ERR_STATE, "%s: argument 't' requires grad and collectives are not differentiable; call it "
+                                     "between lt_no_grad_begin() and lt_no_grad_end() (gradients: lt_dist_average_grads)", fn);
+    ir_node *v = func_value(t);
+    if (!v) return NULL;
+    int64_t ia[2] = {arg, dist_world()};
+    ir_node *n = ir_new(op, (lt_dtype)t->dtype, t->ndim, t->shape, 1, &v, 2, ia, 0, NULL);
+    if (!n || func_assign(t, n)) return NULL;
+    API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_all_reduce_(lt_tensor *t, lt_reduce_op op) {
+    static const char fn[] = "lt_all_reduce_";
+    if (LT_UNLIKELY(!g_initialized)) api_init_slow();
+    if ((int)op < 0 || (int)op >= DIST_NOPS)
+        return err_set(LT_ERR_ARG, "%s: argument 'op' is %d; expected LT_REDUCE_SUM, _MEAN, _MAX or _MIN", fn, (int)op);
+    if (t && t->magic == LT_HANDLE_MAGIC && op == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)t->dtype))
+        return err_set(LT_ERR_DTYPE, "%s: reduction '%s' needs a floating-point tensor, got %s", fn, op_names[op],
+                       dtype_name((lt_dtype)t->dtype));
+    return collective(fn, t, LT_OP_ALL_REDUCE, op);
+}
+
+lt_tensor *lt_broadcast_(lt_tensor *t, int root) {
+    static const char fn[] = "lt_broadcast_";
+    if (LT_UNLIKELY(!g_initialized)) api_init_slow();
+    if (root < 0 || root >= dist_world())
+        return err_set(LT_ERR_ARG, "%s: argument 'root' is %d; expected a rank in [0, %d)", fn, root, dist_world());
+    return collective(fn, t, LT_OP_BROADCAST, root);
+}
+
+int lt_dist_average_grads(int n, lt_tensor *const *params) {
+    static const char fn[] = "lt_dist_average_grads";
+    if (n < 0 || (n > 0 && !params))
+        return err_set(LT_ERR_ARG, "%s: argument 'params' is NULL or 'n' is %d", fn, n), -1;
+    if (lt_dist_world_size() == 1) return 0; /* the graphs of one process stay exactly as they were */
+    lt_no_grad_begin();
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (api_check(fn, "params[i]", params[i])) rc = -1;
+        lt_tensor *g = rc ? NULL : lt_grad(params[i]);
+        if (g && !lt_all_reduce_(g, LT_REDUCE_MEAN)) rc = -1;
+    }
+    lt_no_grad_end();
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* Collectives in the cpu backend (DESIGN 12): each runs as two halves.
+ * Start (non-blocking MPI) where the kernel order puts it, as soon as its
+ * operand is computed (passes.c schedules collectives first among the ready
+ * nodes); wait just before the first kernel that reads its result, or at
+ * the end of the run. Between kernels the executor lets MPI progress.
+ *
+ * Buckets: consecutive small collectives of the same kind, reduction and
+ * dtype are merged, as fusion merges elementwise ops, into one kernel that
+ * copies its operands into one staging buffer and issues ONE collective
+ * (LT_DIST_BUCKET_MB, 0 = off): a ResNet-50 step issues tens, not hundreds.
+ * A bucket closes when the next one would not fit, or before a kernel that
+ * reads one of its results; it starts where its last member was ready. */
+#include "cpu.h"
+
+#include "../../dist/dist.h"
+#include "../../prof/prof.h"
+
+static size_t value_bytes(const gnode *y) { return (size_t)y->numel * dtype_size((lt_dtype)y->dtype); }
+
+static int is_coll(const exec_graph *g, const kernel *k) {
+    return k->kind == K_COLL && g_ops[g->nodes[k->node].op].flags & COLLECTIVE;
+}
+
+/* Can collective kernel b join a bucket whose first member is a? */
+static int compatible(const exec_graph *g, const kernel *a, const kernel *b) {
+    const gnode *x = &g->nodes[a->node], *y = &g->nodes[b->node];
+    return x->op == y->op && x->dtype == y->dtype && x->ia[0] == y->ia[0];
+}
+
+/* Merges bucket members m[0..nm) (kernels of ks, in order) into one kernel. */
+static int merge(kernel *ks, const int32_t *m, int nm, kernel *out) {
+    int32_t *read = core_malloc((size_t)nm * 4), *write = core_malloc((size_t)nm * 4);
+    uint8_t *inplace = core_malloc((size_t)nm);
+    if (!read || !write || !inplace) {
+        core_free(read), core_free(write), core_free(inplace);
+        return -1;
+    }
+    for (int i = 0; i < nm; i++) {
+        read[i] = ks[m[i]].read[0];
+        write[i] = ks[m[i]].write[0];
+        inplace[i] = 1; /* operands are copied into the stage at start, results out of it at the wait */
+    }
+    *out = (kernel){.kind = K_COLL, .node = ks[m[0]].node, .nmembers = nm, .nread = nm, .read = read,
+                    .nwrite = nm, .write = write, .inplace_ok = inplace};
+    return 0;
+}
+
+int cpu_bucket_collectives(const exec_graph *g, kernel *ks, int *nk, size_t cap) {
+    int n = *nk, no = 0, nm = 0, rc = 0;
+    int32_t *m = core_malloc((size_t)(n ? n : 1) * 4);
+    uint8_t *open_out = core_calloc((size_t)(g->n ? g->n : 1), 1); /* results of the open bucket */
+    kernel *out = core_calloc((size_t)(n ? n : 1), sizeof *out);
+    if (!m || !open_out || !out) {
+        rc = -1;
+        goto done;
+    }
+    size_t bytes = 0;
+    int at = 0; /* where the open bucket goes in out: after its last member */
+    for (int j = 0; j <= n && rc == 0; j++) {
+        int coll = j < n && is_coll(g, &ks[j]);
+        int flush = nm > 0 && j == n;
+        if (!flush && nm > 0 && coll)
+            flush = !compatible(g, &ks[m[0]], &ks[j]) || bytes + value_bytes(&g->nodes[ks[j].node]) > cap;
+        for (int i = 0; !flush && nm > 0 && j < n && i < ks[j].nread; i++) flush = open_out[ks[j].read[i]];
+        if (flush) {
+            kernel merged;
+            if (nm == 1) {
+                merged = ks[m[0]];
+                memset(&ks[m[0]], 0, sizeof ks[m[0]]);
+            } else {
+                if (merge(ks, m, nm, &merged)) rc = -1;
+                for (int i = 0; i < nm && rc == 0; i++) {
+                    core_free(ks[m[i]].read), core_free(ks[m[i]].write), core_free(ks[m[i]].inplace_ok);
+                    memset(&ks[m[i]], 0, sizeof ks[m[i]]);
+                }
+            }
+            if (rc) break;
+            memmove(&out[at + 1], &out[at], (size_t)(no - at) * sizeof *out);
+            out[at] = merged;
+            no++;
+            for (int i = 0; i < merged.nwrite; i++) open_out[merged.write[i]] = 0;
+            nm = 0;
+            bytes = 0;
+        }
+        if (j == n) break;
+        if (coll && cap > 0) {
+            m[nm++] = j;
+            bytes += value_bytes(&g->nodes[ks[j].node]);
+            open_out[ks[j].write[0]] = 1;
+            at = no;
+        } else {
+            out[no++] = ks[j];
+            memset(&ks[j], 0, sizeof ks[j]);
+        }
+    }
+done:
+    if (rc == 0) {
+        memcpy(ks, out, (size_t)no * sizeof *out);
+        *nk = no;
+    } else if (out) {
+        cpu_kernels_free(out, no); /* the kernels not yet moved stay in ks, freed by the caller */
+    }
+    core_free(m);
+    core_free(open_out);
+    if (rc == 0) core_free(out);
+    return rc;
+}
+
+void cpu_coll_plan_free(coll_plan *cp, int nk) {
+    for (int j = 0; cp->stage && j < nk; j++) core_free(cp->stage[j]);
+    core_free(cp->stage);
+    core_free(cp->req);
+    core_free(cp->wait_start);
+    core_free(cp->wait);
+    memset(cp, 0, sizeof *cp);
+}
+
+int cpu_coll_plan(const exec_graph *g, const kernel *k, int nk, coll_plan *cp) {
+    memset(cp, 0, sizeof *cp);
+    int ncoll = 0;
+    for (int j = 0; j < nk; j++) ncoll += k[j].kind == K_COLL;
+    if (!ncoll) return 0;
+    int32_t *first_read = core_malloc((size_t)(g->n ? g->n : 1) * 4), *wait_at = core_malloc((size_t)nk * 4);
+    cp->stage = core_calloc((size_t)nk, sizeof *cp->stage);
+    cp->req = core_malloc((size_t)nk * sizeof *cp->req);
+    cp->wait_start = core_calloc((size_t)nk + 2, 4);
+    cp->wait = core_malloc((size_t)ncoll * 4);
+    int rc = -1;
+    if (!first_read || !wait_at || !cp->stage || !cp->req || !cp->wait_start || !cp->wait) goto done;
+    for (int v = 0; v < g->n; v++) first_read[v] = nk; /* unread: a root, waited for at the end */
+    for (int j = nk - 1; j >= 0; j--)
+        for (int i = 0; i < k[j].nread; i++) first_read[k[j].read[i]] = j;
+    /* Wait lists as one array sliced by wait_start (counting sort); index nk is the end of the run. */
+    for (int j = 0; j < nk; j++) {
+        cp->req[j] = -1;
+        if (k[j].kind != K_COLL) continue;
+        int32_t w = nk;
+        for (int i = 0; i < k[j].nwrite; i++)
+            if (first_read[k[j].write[i]] < w) w = first_read[k[j].write[i]];
+        wait_at[j] = w;
+        cp->wait_start[w + 1]++;
+        if (k[j].nmembers > 1) {
+            size_t b = 0;
+            for (int i = 0; i < k[j].nwrite; i++) b += value_bytes(&g->nodes[k[j].write[i]]);
+            if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
+        }
+    }
+    for (int j = 0; j <= nk; j++) cp->wait_start[j + 1] += cp->wait_start[j];
+    int32_t *fill = core_malloc((size_t)(nk + 1) * 4);
+    if (!fill) goto done;
+    memcpy(fill, cp->wait_start, (size_t)(nk + 1) * 4);
+    for (int j = 0; j < nk; j++)
+        if (k[j].kind == K_COLL) cp->wait[fill[wait_at[j]]++] = j;
+    core_free(fill);
+    rc = 0;
+done:
+    core_free(first_read);
+    core_free(wait_at);
+    if (rc) cpu_coll_plan_free(cp, nk);
+    return rc;
+}
+
+static int start(const gnode *y, void *buf, int64_t n) {
+    int bcast = y->op == LT_OP_BROADCAST;
+    int r = dist_start(bcast, buf, n, (lt_dtype)y->dtype, (int)y->ia[0]);
+    LT_ASSERT(r >= 0); /* the sync checked the group is open; only OOM is left, and dist_start runs blocking then */
+    return r;
+}
+
+void cpu_coll_start(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, void *const *rp, void *const *wp) {
+    const gnode *y = &g->nodes[kn->node];
+    char *stage = cp->stage[j];
+    if (!stage) { /* one member: in place on its result */
+        if (wp[0] != rp[0]) memcpy(wp[0], rp[0], value_bytes(y));
+        cp->req[j] = start(y, wp[0], y->numel);
+        return;
+    }
+    size_t off = 0;
+    int64_t n = 0;
+    for (int i = 0; i < kn->nread; i++) {
+        const gnode *x = &g->nodes[kn->write[i]];
+        memcpy(stage + off, rp[i], value_bytes(x));
+        off += value_bytes(x);
+        n += x->numel;
+    }
+    cp->req[j] = start(y, stage, n);
+}
+
+void cpu_coll_wait(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, char *const *sp,
+                   const int32_t *slot_of) {
+    if (cp->req[j] < 0) return;
+    dist_wait(cp->req[j]);
+    cp->req[j] = -1;
+    char *stage = cp->stage[j];
+    if (!stage) return;
+    size_t off = 0;
+    for (int i = 0; i < kn->nwrite; i++) {
+        const gnode *x = &g->nodes[kn->write[i]];
+        memcpy(sp[slot_of[kn->write[i]]], stage + off, value_bytes(x));
+        off += value_bytes(x);
+    }
+}

@@ -1,0 +1,299 @@
+/* The process group over MPI; a world of one without it (dist.h). */
+#include "dist.h"
+
+#include "../prof/prof.h"
+
+#ifdef LT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static int inited, finalized, world = 1, rank, local = 1;
+
+/* MEAN divides after the sum, in the dtype (as PyTorch's all_reduce then div_). */
+static void divide(void *buf, int64_t n, lt_dtype dt) {
+    if (world == 1) return;
+    if (dt == LT_F32)
+        for (int64_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)world;
+    else if (dt == LT_F64)
+        for (int64_t i = 0; i < n; i++) ((double *)buf)[i] /= (double)world;
+    else if (dt == LT_BF16)
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t *h = (uint16_t *)buf + i;
+            *h = bf16_from_f32(bf16_to_f32(*h) / (float)world);
+        }
+}
+
+/* A request: MPI's, plus what its completion needs. */
+typedef struct req {
+    int used, op;
+    void *buf;
+    int64_t n;
+    lt_dtype dt;
+    uint64_t t0;
+#ifdef LT_HAVE_MPI
+    MPI_Request r;
+#endif
+} req;
+static req *reqs;
+static int nreqs, npending;
+
+static void account(int slot, const char *what, int64_t n, lt_dtype dt, uint64_t t0, uint64_t waited) {
+    uint64_t t1 = prof_now_ns();
+    prof_add(M_AllReduceCount, 1);
+    prof_add(M_AllReduceBytes, (double)n * (double)dtype_size(dt));
+    prof_timer_add(M_AllReduceTime, t1 - t0);
+    prof_timer_add(M_CommExposedTime, waited);
+    if (LT_UNLIKELY(g_prof_trace)) {
+        char args[64];
+        snprintf(args, sizeof args, "\"bytes\": %lld", (long long)n * (long long)dtype_size(dt));
+        prof_span_emit((enum prof_track)(TRACK_COMM + slot % TRACK_COMM_N), what, t0, t1, args);
+    }
+}
+
+#ifdef LT_HAVE_MPI
+static MPI_Comm comm = MPI_COMM_NULL;
+static int we_init;
+
+static int launched(void) {
+    /* OpenMPI's mpirun, then PMI/PMIx launchers (Slurm's srun, hydra). */
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("PMI_SIZE");
+}
+
+static void at_exit(void) { dist_finalize(); }
+
+/* bfloat16 has no MPI type: 16-bit words with our own operations, each
+ * pair of values added in float and rounded, as a bf16 kernel does. */
+static MPI_Op bf16_ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}; /* SUM, MAX, MIN */
+#define BF16_OP(name, expr)                                                          \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type) {          \
+        (void)type;                                                                  \
+        const uint16_t *a = in;                                                      \
+        uint16_t *b = inout;                                                         \
+        for (int i = 0; i < *len; i++) {                                             \
+            float x = bf16_to_f32(a[i]), y = bf16_to_f32(b[i]);                      \
+            b[i] = bf16_from_f32(expr);                                              \
+        }                                                                            \
+    }
+BF16_OP(bf16_sum, x + y)
+BF16_OP(bf16_max, x > y || x != x ? x : y)
+BF16_OP(bf16_min, x < y || x != x ? x : y)
+
+static MPI_Datatype mpi_type(lt_dtype dt) {
+    switch (dt) {
+    case LT_F32: return MPI_FLOAT;
+    case LT_F64: return MPI_DOUBLE;
+    case LT_I32: return MPI_INT32_T;
+    case LT_I64: return MPI_INT64_T;
+    case LT_BOOL: return MPI_UINT8_T; /* 0 or 1: SUM is a bitwise (= logical) or */
+    case LT_BF16: return MPI_UINT16_T;
+    }
+    return MPI_DATATYPE_NULL;
+}
+
+static MPI_Op mpi_op(int op, lt_dtype dt) {
+    if (dt == LT_BF16) return bf16_ops[op == DIST_MAX ? 1 : op == DIST_MIN ? 2 : 0];
+    switch ((enum dist_op)op) {
+    case DIST_SUM: case DIST_MEAN: return dt == LT_BOOL ? MPI_BOR : MPI_SUM;
+    case DIST_MAX: return MPI_MAX;
+    case DIST_MIN: return MPI_MIN;
+    }
+    return MPI_OP_NULL;
+}
+
+/* MPI counts are int: larger buffers go in chunks. */
+#define CHUNK ((int64_t)1 << 30)
+#endif
+
+int dist_init(void) {
+    if (inited) return 0;
+    inited = 1;
+#ifdef LT_HAVE_MPI
+    int flag = 0;
+    MPI_Initialized(&flag);
+    if (!flag && !launched()) return 0; /* run by hand: a world of one, no MPI at all */
+    if (!flag) {
+        int provided;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+            return err_set(LT_ERR_STATE, "lt_dist_init: MPI_Init_thread failed"), -1;
+        we_init = 1;
+        atexit(at_exit); /* a program that never calls lt_dist_finalize still leaves MPI cleanly */
+    }
+    /* Our own communicator: the library's collectives never match a user's. */
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &world);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    MPI_Op_create(bf16_sum, 1, &bf16_ops[0]);
+    MPI_Op_create(bf16_max, 1, &bf16_ops[1]);
+    MPI_Op_create(bf16_min, 1, &bf16_ops[2]);
+#endif
+    return 0;
+}
+
+int dist_rank(void) {
+    dist_init();
+    return rank;
+}
+int dist_world(void) {
+    dist_init();
+    return world;
+}
+int dist_local_size(void) {
+    dist_init();
+    return local;
+}
+
+void dist_finalize(void) {
+    if (finalized) return;
+    finalized = 1;
+#ifdef LT_HAVE_MPI
+    if (comm != MPI_COMM_NULL) {
+        for (int i = 0; i < nreqs; i++)
+            if (reqs[i].used) MPI_Wait(&reqs[i].r, MPI_STATUS_IGNORE);
+        MPI_Comm_free(&comm);
+        for (int i = 0; i < 3; i++) MPI_Op_free(&bf16_ops[i]);
+    }
+    int fin = 1;
+    MPI_Finalized(&fin);
+    if (we_init && !fin) MPI_Finalize();
+#endif
+    core_free(reqs);
+    reqs = NULL;
+    nreqs = npending = 0;
+    world = 1, rank = 0, local = 1;
+}
+
+void dist_abort(int code) {
+#ifdef LT_HAVE_MPI
+    if (world > 1 && !finalized) MPI_Abort(comm, code);
+#endif
+    exit(code);
+}
+
+static int check_open(const char *fn) {
+    if (!finalized) return 0;
+    return err_set(LT_ERR_STATE, "%s: the process group was finalized (lt_dist_finalize)", fn), -1;
+}
+
+int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op) {
+    if (check_open("all_reduce")) return -1;
+    if (world == 1 || n == 0) return 0;
+#ifdef LT_HAVE_MPI
+    uint64_t t0 = prof_now_ns();
+    size_t es = dtype_size(dt);
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int c = (int)(n - i < CHUNK ? n - i : CHUNK);
+        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + (size_t)i * es, c, mpi_type(dt), mpi_op(op, dt), comm);
+    }
+    if (op == DIST_MEAN) divide(buf, n, dt);
+    account(0, "all_reduce", n, dt, t0, prof_now_ns() - t0);
+#else
+    (void)buf, (void)dt, (void)op;
+#endif
+    return 0;
+}
+
+int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root) {
+    if (check_open("broadcast")) return -1;
+    if (world == 1 || n == 0) return 0;
+#ifdef LT_HAVE_MPI
+    uint64_t t0 = prof_now_ns();
+    size_t es = dtype_size(dt);
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int c = (int)(n - i < CHUNK ? n - i : CHUNK);
+        MPI_Bcast((char *)buf + (size_t)i * es, c, mpi_type(dt), root, comm);
+    }
+    account(0, "broadcast", n, dt, t0, prof_now_ns() - t0);
+#else
+    (void)buf, (void)dt, (void)root;
+#endif
+    return 0;
+}
+
+int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root) {
+    if (check_open(bcast ? "broadcast" : "all_reduce")) return -1;
+    int slot = 0;
+    while (slot < nreqs && reqs[slot].used) slot++;
+    if (slot == nreqs) {
+        req *r = core_realloc(reqs, (size_t)(nreqs + 8) * sizeof *r);
+        if (!r) return -1;
+        memset(r + nreqs, 0, 8 * sizeof *r);
+        reqs = r;
+        nreqs += 8;
+    }
+    req *q = &reqs[slot];
+    *q = (req){.used = 1, .op = bcast ? -1 : op_or_root, .buf = buf, .n = n, .dt = dt, .t0 = prof_now_ns()};
+    npending++;
+#ifdef LT_HAVE_MPI
+    q->r = MPI_REQUEST_NULL;
+    if (world > 1 && n > 0) {
+        if (n > CHUNK) { /* rare: a collective over 2^30 elements runs blocking */
+            int rc = bcast ? dist_broadcast(buf, n, dt, op_or_root) : dist_all_reduce(buf, n, dt, op_or_root);
+            q->op = -1; /* done, MEAN included */
+            return rc ? -1 : slot;
+        }
+        if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
+        else MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dt), mpi_op(op_or_root, dt), comm, &q->r);
+    }
+#endif
+    return slot;
+}
+
+int dist_wait(int slot) {
+    LT_ASSERT(slot >= 0 && slot < nreqs && reqs[slot].used);
+    req *q = &reqs[slot];
+    if (world > 1 && q->n > 0) {
+        uint64_t w0 = prof_now_ns();
+#ifdef LT_HAVE_MPI
+        MPI_Wait(&q->r, MPI_STATUS_IGNORE);
+#endif
+        if (q->op == DIST_MEAN) divide(q->buf, q->n, q->dt);
+        account(slot, q->op < 0 ? "broadcast" : "all_reduce", q->n, q->dt, q->t0, prof_now_ns() - w0);
+    }
+    q->used = 0;
+    npending--;
+    return 0;
+}
+
+void dist_progress(void) {
+#ifdef LT_HAVE_MPI
+    /* One test drives OpenMPI's progress engine for every outstanding request. */
+    for (int i = 0; i < nreqs; i++)
+        if (reqs[i].used && reqs[i].r != MPI_REQUEST_NULL) {
+            int done;
+            MPI_Test(&reqs[i].r, &done, MPI_STATUS_IGNORE);
+            return;
+        }
+#endif
+}
+
+int dist_pending(void) { return npending; }
+
+int dist_check_key(uint64_t key) {
+    if (check_open("lt_mark_step")) return -1;
+    if (world == 1) return 0;
+#ifdef LT_HAVE_MPI
+    static uint64_t syncs;
+    syncs++;
+    uint64_t *keys = core_malloc((size_t)world * sizeof *keys);
+    if (!keys) return -1;
+    MPI_Allgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, comm);
+    int bad = -1;
+    for (int r = 1; r < world && bad < 0; r++)
+        if (keys[r] != keys[0]) bad = r;
+    if (bad >= 0)
+        err_set(LT_ERR_STATE,
+                "lt_mark_step: the ranks traced different graphs with collectives (sync %llu): rank 0 has graph "
+                "key %016llx, rank %d has %016llx (a different model, batch size or all_reduce shape on some "
+                "rank?); this is rank %d",
+                (unsigned long long)syncs, (unsigned long long)keys[0], bad, (unsigned long long)keys[bad], rank);
+    core_free(keys);
+    return bad >= 0 ? -1 : 0;
+#else
+    (void)key;
+    return 0;
+#endif
+}

@@ -1,0 +1,47 @@
+/* dist: the process group over MPI (DESIGN 12). dist.c is the only file of
+ * the project that includes mpi.h. Built without MPI, or run without a
+ * launcher (mpirun, srun), the world is one rank and every collective is
+ * the identity (MEAN divides by 1), so nothing above this layer needs to
+ * know whether MPI exists.
+ *
+ * Only the thread that calls the library calls MPI (MPI_THREAD_FUNNELED);
+ * kernels' OpenMP threads never do. */
+#ifndef LT_DIST_H
+#define LT_DIST_H
+
+#include "../core/core.h"
+
+/* Reduction of ALL_REDUCE (ia[0]); the values of the public enum lt_reduce_op. */
+enum dist_op { DIST_SUM, DIST_MEAN, DIST_MAX, DIST_MIN };
+#define DIST_NOPS 4
+
+/* Joins the job once (idempotent): MPI_Init when launched by a launcher,
+ * else a world of one. 0, or -1 with an error set. The getters call it. */
+int dist_init(void);
+int dist_rank(void);
+int dist_world(void);
+int dist_local_size(void); /* ranks on this machine (MPI_COMM_TYPE_SHARED) */
+void dist_finalize(void);  /* MPI_Finalize if we initialized MPI; also at exit */
+void dist_abort(int code); /* ends every rank of the job (MPI_Abort); exit(code) in a world of one */
+
+/* Blocking collectives on n elements of dt, in place. BOOL: SUM is a
+ * logical or; MEAN needs a float dtype (checked by the api). 0 or -1. */
+int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op);
+int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root);
+
+/* The same, non-blocking: returns a request id >= 0 (or -1, error set) to
+ * complete with dist_wait, which also divides for MEAN. Requests complete
+ * in any order; dist_progress lets MPI move the outstanding ones forward
+ * (OpenMPI progresses only inside MPI calls). */
+int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root);
+int dist_wait(int req);
+void dist_progress(void);
+int dist_pending(void); /* outstanding requests */
+
+/* Before a graph with collectives runs: do all ranks run the same graph?
+ * (one small allgather of the graph key). -1 with an error naming the
+ * ranks whose keys differ: ranks that diverge get an error, not a
+ * deadlock or a wrong sum. */
+int dist_check_key(uint64_t key);
+
+#endif

@@ -1,0 +1,266 @@
+/* Collectives (DESIGN 12): lt_all_reduce_ and lt_broadcast_ against the
+ * values each rank can compute alone. CTest runs this binary alone (a world
+ * of one: every collective is the identity) and under `mpirun -np 2` and
+ * `-np 3`. Rank r's tensor holds value(r, i), small integers, so every sum
+ * is exact in every dtype and the check is equality. Both backends; the cpu
+ * one with buckets off, small and large. */
+#include "harness.h"
+
+#include "core/core.h"
+#include "exec/exec.h"
+
+static int R, W; /* this rank, the world size */
+
+static double value(int r, int64_t i, lt_dtype dt) {
+    if (dt == LT_BOOL) return (double)((i + r) % 3 == 0);
+    return (double)((i * 7 + r * 5) % 11) - 4.0;
+}
+
+static lt_tensor *rank_tensor(lt_dtype dt, int nd, const int64_t *shape, int r) {
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = value(r, i, dt);
+    lt_tensor *f = lt_from_data(v, LT_F64, nd, shape), *t = lt_to_dtype(f, dt);
+    lt_free(f);
+    free(v);
+    return t;
+}
+
+/* The reduction of element i over all ranks, as the op defines it, in the
+ * dtype (MEAN divides the sum in the dtype, as PyTorch's all_reduce + div_). */
+static double expected(lt_reduce_op op, int64_t i, lt_dtype dt) {
+    double acc = value(0, i, dt);
+    for (int r = 1; r < W; r++) {
+        double v = value(r, i, dt);
+        if (op == LT_REDUCE_MAX) acc = v > acc ? v : acc;
+        else if (op == LT_REDUCE_MIN) acc = v < acc ? v : acc;
+        else if (dt == LT_BOOL) acc = acc != 0 || v != 0;
+        else acc += v;
+    }
+    if (op == LT_REDUCE_MEAN)
+        acc = dt == LT_F32 ? (double)((float)acc / (float)W) : dt == LT_BF16 ? bf16_round((float)acc / (float)W) : acc / W;
+    return acc;
+}
+
+static void check_values(const char *what, lt_tensor *t, lt_reduce_op op, int root) {
+    double *got = h_read(t);
+    int64_t n = lt_numel(t);
+    lt_dtype dt = lt_dtype_of(t);
+    for (int64_t i = 0; i < n; i++) {
+        double e = root >= 0 ? value(root, i, dt) : expected(op, i, dt);
+        if (got[i] != e) {
+            h_fail(__FILE__, __LINE__, "%s (%s, rank %d of %d): element %lld is %.17g, expected %.17g", what,
+                   lt_dtype_name(dt), R, W, (long long)i, got[i], e);
+            break;
+        }
+    }
+    free(got);
+}
+
+static const lt_reduce_op OPS[4] = {LT_REDUCE_SUM, LT_REDUCE_MEAN, LT_REDUCE_MAX, LT_REDUCE_MIN};
+
+/* Every dtype, every reduction, several shapes (empty and scalar too), both backends. */
+TEST(all_reduce_every_dtype) {
+    static const int64_t shapes[4][2] = {{3, 5}, {0, 4}, {1, 1}, {257, 3}};
+    for (int be = 0; be < 2; be++) {
+        exec_set_backend(be);
+        for (int dt = LT_F32; dt <= LT_BF16; dt++)
+            for (int o = 0; o < 4; o++)
+                for (int s = 0; s < 4; s++) {
+                    lt_tensor *t = rank_tensor((lt_dtype)dt, 2, shapes[s], R);
+                    lt_tensor *r = lt_all_reduce_(t, OPS[o]);
+                    if (OPS[o] == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)dt)) { /* MEAN needs floats */
+                        CHECK(r == NULL);
+                        CHECK_ERR(LT_ERR_DTYPE);
+                    } else {
+                        CHECK(r == t);
+                        lt_mark_step();
+                        check_values("all_reduce", t, OPS[o], -1);
+                    }
+                    lt_free(t);
+                }
+    }
+    exec_set_backend(-1);
+}
+
+TEST(broadcast_from_every_root) {
+    int64_t shape[2] = {4, 6};
+    for (int be = 0; be < 2; be++) {
+        exec_set_backend(be);
+        for (int root = 0; root < W; root++)
+            for (int dt = LT_F32; dt <= LT_BF16; dt++) {
+                lt_tensor *t = rank_tensor((lt_dtype)dt, 2, shape, R);
+                CHECK(lt_broadcast_(t, root) == t);
+                lt_mark_step();
+                check_values("broadcast", t, LT_REDUCE_SUM, root);
+                lt_free(t);
+            }
+    }
+    exec_set_backend(-1);
+    lt_tensor *t = rank_tensor(LT_F32, 2, shape, R);
+    CHECK(lt_broadcast_(t, W) == NULL);
+    CHECK_ERR(LT_ERR_ARG);
+    CHECK(lt_all_reduce_(t, (lt_reduce_op)7) == NULL);
+    CHECK_ERR(LT_ERR_ARG);
+    lt_free(t);
+}
+
+/* Through views: a non-contiguous (transposed) view and a slice; the base
+ * and the other aliases see the reduced values, the rest is untouched. */
+TEST(through_views) {
+    int64_t shape[2] = {6, 5};
+    for (int be = 0; be < 2; be++) {
+        exec_set_backend(be);
+        lt_tensor *base = rank_tensor(LT_F32, 2, shape, R);
+        lt_tensor *tr = lt_transpose(base, 0, 1);           /* (5, 6), non-contiguous */
+        lt_tensor *sl = lt_slice(tr, 1, 1, 5, 2);           /* columns 1 and 3 of tr: rows 1, 3 of base */
+        CHECK(lt_all_reduce_(sl, LT_REDUCE_SUM) == sl);
+        lt_mark_step();
+        double *b = h_read(base);
+        for (int64_t i = 0; i < 30; i++) {
+            int64_t row = i / 5;
+            double e = row == 1 || row == 3 ? expected(LT_REDUCE_SUM, i, LT_F32) : value(R, i, LT_F32);
+            CHECK_MSG(b[i] == e, "view: base element %lld is %g, expected %g (rank %d)", (long long)i, b[i], e, R);
+        }
+        free(b);
+        lt_free(sl);
+        lt_free(tr);
+        lt_free(base);
+    }
+    exec_set_backend(-1);
+    /* An expanded view cannot be written. */
+    lt_tensor *one = rank_tensor(LT_F32, 1, (int64_t[]){1}, R), *ex = lt_expand(one, 1, (int64_t[]){4});
+    CHECK(lt_all_reduce_(ex, LT_REDUCE_SUM) == NULL);
+    CHECK_ERR(LT_ERR_ARG);
+    lt_free(ex);
+    lt_free(one);
+}
+
+/* In one graph with other ops, over several steps with changing values
+ * (one compile, then cache hits), bucketed or not: y = all_reduce(2x + 1)
+ * then y * 3, alongside broadcasts and max-reductions, many small tensors. */
+static void mixed_graph(size_t bucket_bytes, int be) {
+    g_config.dist_bucket_bytes = bucket_bytes; /* read at compile time, not part of the key: */
+    cache_clear();                             /* compile again */
+    exec_set_backend(be);
+    enum { N = 12 };
+    int64_t shape[2] = {7, 9};
+    double u0 = lt_metric("UncachedCompile");
+    for (int step = 0; step < 4; step++) {
+        lt_tensor *x[N], *y[N];
+        for (int k = 0; k < N; k++) {
+            x[k] = rank_tensor(LT_F32, 2, shape, R + step + k);
+            lt_tensor *a = lt_mul_scalar(x[k], 2.0);
+            y[k] = lt_add_scalar(a, 1.0);
+            lt_free(a);
+            lt_all_reduce_(y[k], k % 3 == 2 ? LT_REDUCE_MAX : LT_REDUCE_SUM);
+            if (k % 4 == 3) lt_broadcast_(x[k], W - 1);
+            lt_mul_scalar_(y[k], 3.0);
+        }
+        CHECK_NO_ERR();
+        lt_mark_step();
+        for (int k = 0; k < N; k++) {
+            double *got = h_read(y[k]), *gx = h_read(x[k]);
+            for (int64_t i = 0; i < 63; i++) {
+                double e = 2 * value(step + k, i, LT_F32) + 1; /* rank 0's term */
+                for (int r = 1; r < W; r++) {
+                    double v = 2 * value(r + step + k, i, LT_F32) + 1;
+                    e = k % 3 == 2 ? (v > e ? v : e) : e + v;
+                }
+                e *= 3;
+                double ex = k % 4 == 3 ? value(W - 1 + step + k, i, LT_F32) : value(R + step + k, i, LT_F32);
+                if (got[i] != e || gx[i] != ex) {
+                    h_fail(__FILE__, __LINE__, "mixed (bucket %zu, backend %d) step %d tensor %d element %lld: %g, %g; expected %g, %g",
+                           bucket_bytes, be, step, k, (long long)i, got[i], gx[i], e, ex);
+                    break;
+                }
+            }
+            free(got);
+            free(gx);
+            lt_free(x[k]);
+            lt_free(y[k]);
+        }
+    }
+    CHECK(lt_metric("UncachedCompile") - u0 == 1); /* one graph, then hits */
+    exec_set_backend(-1);
+}
+
+TEST(in_a_graph_several_steps) {
+    size_t saved = g_config.dist_bucket_bytes;
+    size_t buckets[3] = {0, 600, (size_t)4 << 20}; /* off; 2-3 tensors each; all in one */
+    for (int b = 0; b < 3; b++) mixed_graph(buckets[b], 0);
+    mixed_graph(saved, 1);
+    g_config.dist_bucket_bytes = saved;
+}
+
+/* Buckets issue fewer collectives: 12 same-kind reductions of 252 bytes. */
+TEST(buckets_coalesce) {
+    if (W == 1) return; /* a world of one calls no MPI, counts nothing */
+    size_t saved = g_config.dist_bucket_bytes;
+    int64_t shape[1] = {63};
+    double counts[2];
+    for (int b = 0; b < 2; b++) {
+        g_config.dist_bucket_bytes = b ? (size_t)4 << 20 : 0;
+        cache_clear();
+        lt_tensor *t[12];
+        for (int k = 0; k < 12; k++) t[k] = rank_tensor(LT_F32, 1, shape, R + k + 100 * b);
+        double c0 = lt_metric("AllReduceCount");
+        for (int k = 0; k < 12; k++) lt_all_reduce_(t[k], LT_REDUCE_SUM);
+        lt_mark_step();
+        counts[b] = lt_metric("AllReduceCount") - c0;
+        for (int k = 0; k < 12; k++) lt_free(t[k]);
+    }
+    CHECK_MSG(counts[0] == 12 && counts[1] == 1, "collectives issued: %g unbucketed, %g bucketed", counts[0], counts[1]);
+    CHECK(lt_metric("AllReduceBytes") > 0);
+    g_config.dist_bucket_bytes = saved;
+}
+
+/* Ranks that trace different graphs get an error at that sync, on every
+ * rank, and the library stays usable. */
+TEST(mismatched_graphs_error) {
+    if (W == 1) return;
+    int64_t shape[1] = {R == 0 ? 5 : 6};
+    lt_tensor *t = rank_tensor(LT_F32, 1, shape, R);
+    lt_all_reduce_(t, LT_REDUCE_SUM);
+    lt_mark_step();
+    CHECK_MSG(lt_error() == LT_ERR_STATE && strstr(lt_error_message(), "different graphs"),
+              "expected a mismatch error, got %d: %s", lt_error(), lt_error_message());
+    lt_clear_error();
+    lt_free(t);
+    lt_tensor *u = rank_tensor(LT_F64, 1, (int64_t[]){5}, R);
+    lt_all_reduce_(u, LT_REDUCE_SUM);
+    lt_mark_step();
+    CHECK_NO_ERR();
+    check_values("after a mismatch", u, LT_REDUCE_SUM, -1);
+    lt_free(u);
+}
+
+/* Not differentiable: refused on a tensor that requires grad in grad mode. */
+TEST(requires_grad) {
+    lt_tensor *p = rank_tensor(LT_F32, 1, (int64_t[]){3}, R);
+    lt_set_requires_grad(p, true);
+    CHECK(lt_all_reduce_(p, LT_REDUCE_SUM) == NULL);
+    CHECK_ERR(LT_ERR_STATE);
+    lt_no_grad_begin();
+    CHECK(lt_broadcast_(p, 0) == p);
+    lt_no_grad_end();
+    lt_mark_step();
+    check_values("broadcast of a parameter", p, LT_REDUCE_SUM, 0);
+    lt_free(p);
+}
+
+int main(void) {
+    CHECK(lt_dist_init() == 0);
+    R = lt_dist_rank();
+    W = lt_dist_world_size();
+    if (R == 0) printf("world of %d rank%s\n", W, W > 1 ? "s" : "");
+    RUN(all_reduce_every_dtype);
+    RUN(broadcast_from_every_root);
+    RUN(through_views);
+    RUN(in_a_graph_several_steps);
+    RUN(buckets_coalesce);
+    RUN(mismatched_graphs_error);
+    RUN(requires_grad);
+    return h_report();
+}
