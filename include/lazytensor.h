@@ -22,6 +22,40 @@
  * caller frees with lt_free(), except in-place functions (names ending in
  * '_'), which return their first argument. Arguments are borrowed.
  *
+ * A training loop: autograd, an optimizer, and a handle scope per step, so
+ * nested calls need no names and leak nothing (lt_scope_end frees every
+ * handle made since lt_scope_begin, except those kept with lt_scope_keep).
+ *
+ *     int64_t xs[2] = {64, 784}, ys[1] = {64}, s1[2] = {128, 784}, sb[1] = {128}, s2[2] = {10, 128};
+ *     lt_scope_begin();           // initial values: keep the parameters, free the rest
+ *     lt_tensor *w1 = lt_scope_keep(lt_mul_scalar(lt_randn(LT_F32, 2, s1), 0.03));
+ *     lt_tensor *w2 = lt_scope_keep(lt_mul_scalar(lt_randn(LT_F32, 2, s2), 0.09));
+ *     lt_scope_end();
+ *     lt_tensor *b1 = lt_zeros(LT_F32, 1, sb);
+ *     lt_tensor *params[3] = {w1, b1, w2};
+ *     for (int i = 0; i < 3; i++) lt_set_requires_grad(params[i], true);
+ *     lt_optim *opt = lt_optim_adamw(3, params, 1e-3, 0.9, 0.999, 1e-8, 0.01, false);
+ *     for (int step = 0; step < 1000; step++) {
+ *         lt_scope_begin();
+ *         lt_tensor *x = lt_from_data(images(step), LT_F32, 2, xs);  // your batch
+ *         lt_tensor *y = lt_from_data(labels(step), LT_I64, 1, ys);
+ *         lt_tensor *logits = lt_linear(lt_relu(lt_linear(x, w1, b1)), w2, NULL);
+ *         lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
+ *         lt_backward(loss);          // traces the backward pass, computes nothing
+ *         lt_optim_step(opt);         // traces the update
+ *         lt_optim_zero_grad(opt);
+ *         lt_mark_step();             // forward + backward + update: ONE compiled graph
+ *         printf("step %d loss %.4f\n", step, lt_item(loss));
+ *         lt_scope_end();             // frees x, y, the hidden layer, the logits, the loss
+ *     }
+ *     lt_optim_free(opt);
+ *     for (int i = 0; i < 3; i++) lt_free(params[i]);
+ *     // lt_metric("LiveTensors") counts live handles; LT_METRICS=1 prints it at exit
+ *
+ * lt_model_new("resnet20", ...) and lt_model_forward give whole models with
+ * PyTorch's parameter names; lazytensor's own `train` command
+ * (tools/train.c, tools/net.c) is a complete example.
+ *
  * Views (lt_slice, lt_transpose, ...) alias their base: an in-place op
  * through a view is seen through the base and every other alias, exactly as
  * in PyTorch eager.
@@ -98,6 +132,19 @@ int64_t        lt_numel(const lt_tensor *t);
 size_t         lt_dtype_size(lt_dtype dtype);
 const char    *lt_dtype_name(lt_dtype dtype);
 bool           lt_is_view(const lt_tensor *t);
+
+/* ---- handle scopes -------------------------------------------------------- */
+/* An autorelease pool for handles (as V8's HandleScope): every handle created
+ * while a scope is open is freed by the matching lt_scope_end unless kept, so
+ * nested calls such as lt_relu(lt_linear(x, w, b)) leak nothing. Scopes nest.
+ * lt_scope_keep(t) keeps t past the innermost scope's end: t then belongs to
+ * the enclosing scope (freed at its end unless kept again) or, outside every
+ * scope, to the caller (lt_free). lt_free inside a scope is allowed. Handles
+ * the library keeps for itself (model parameters, optimizer state, lt_grad)
+ * are never in a scope. lt_metric("LiveTensors") counts the live handles. */
+void       lt_scope_begin(void);
+int        lt_scope_end(void);             /* handles freed; -1 (LT_ERR_STATE) when no scope is open */
+lt_tensor *lt_scope_keep(lt_tensor *t);    /* returns t (not a new handle); NULL on error */
 
 /* ---- sync --------------------------------------------------------------- */
 int  lt_to_host(lt_tensor *t, void *dst, size_t nbytes);  /* 0 = ok; syncs what t needs */

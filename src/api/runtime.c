@@ -144,6 +144,21 @@ void lt_free(lt_tensor *t) {
     func_free(t);
 }
 
+/* Handle scopes: the pool itself is func/scope.c. */
+void lt_scope_begin(void) { func_scope_begin(); }
+
+int lt_scope_end(void) {
+    int freed = func_scope_end();
+    if (freed < 0) err_set(LT_ERR_STATE, "lt_scope_end: no matching 'lt_scope_begin'");
+    return freed;
+}
+
+lt_tensor *lt_scope_keep(lt_tensor *t) {
+    if (api_check("lt_scope_keep", "t", t)) return NULL;
+    func_scope_keep(t);
+    return t;
+}
+
 int lt_ndim(const lt_tensor *t) { return api_check("lt_ndim", "t", t) ? -1 : t->ndim; }
 const int64_t *lt_shape(const lt_tensor *t) { return api_check("lt_shape", "t", t) ? NULL : t->shape; }
 lt_dtype lt_dtype_of(const lt_tensor *t) { return api_check("lt_dtype_of", "t", t) ? LT_F32 : (lt_dtype)t->dtype; }

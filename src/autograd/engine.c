@@ -98,7 +98,7 @@ static lt_tensor *fit(lt_tensor *h, const ag_fn *c) {
 static int deliver(ag_fn *c, lt_tensor *h) {
     if (!(h = fit(h, c))) return -1;
     if (!c->grad) {
-        c->grad = c->op == AG_LEAF ? own(h) : h;
+        c->grad = func_unscope(c->op == AG_LEAF ? own(h) : h); /* .grad outlives any scope */
         return c->grad ? 0 : -1;
     }
     if (c->op == AG_LEAF) { /* in place: a borrowed lt_grad pointer stays valid */
@@ -109,7 +109,7 @@ static int deliver(ag_fn *c, lt_tensor *h) {
     lt_tensor *s = lt_add(c->grad, h);
     func_free(h);
     func_free(c->grad);
-    c->grad = s;
+    c->grad = func_unscope(s);
     return s ? 0 : -1;
 }
 

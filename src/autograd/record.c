@@ -6,9 +6,9 @@
 lt_tensor *ag_value_handle(ir_node *v) {
     if (v->op == LT_OP_DATA) { /* materialized: share the buffer, nothing pending */
         buffer_retain(v->buf);
-        return func_new_data(v->buf, (lt_dtype)v->dtype, v->ndim, v->shape);
+        return func_unscope(func_new_data(v->buf, (lt_dtype)v->dtype, v->ndim, v->shape));
     }
-    return func_new(v);
+    return func_unscope(func_new(v)); /* autograd's own: never in the user's scope */
 }
 
 /* Which values an op's backward reads: bits 0..2 = inputs 0..2, bit 3 = the

@@ -45,6 +45,7 @@ struct lt_tensor {
     ir_node *val;      /* cached value of a view */
     uint64_t val_gen;  /* storage generation of val */
     uint32_t val_epoch;
+    uint32_t scope;    /* 1 + its slot in the open scopes (scope.c); 0: in none */
     void *ag;          /* autograd: NULL, AG_DETACHED, or a view's cached ag_fn */
 };
 
@@ -60,6 +61,22 @@ lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t
 lt_tensor *func_new_view(lt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                          int64_t offset);
 void func_free(lt_tensor *t);
+
+/* Handle scopes (scope.c). While a scope is open, handle creation records
+ * the new handle (func_scope_add). A handle that the library keeps beyond
+ * the call that made it (a model's parameters, an optimizer's state,
+ * autograd's saved values and gradients) must leave the user's scope:
+ * func_unscope it where it is created. */
+extern int g_scope_depth;
+void func_scope_add(lt_tensor *t);
+void func_scope_forget(lt_tensor *t);
+static inline lt_tensor *func_unscope(lt_tensor *t) {
+    if (t && LT_UNLIKELY(t->scope)) func_scope_forget(t);
+    return t;
+}
+int func_scope_begin(void);    /* 0, or -1 on OOM (the matching end is then a no-op) */
+int func_scope_end(void);      /* the number of handles freed; -1 with no open scope */
+void func_scope_keep(lt_tensor *t);
 
 ir_node *storage_value_slow(storage *s);
 static inline ir_node *storage_value(storage *s) {

@@ -4,6 +4,7 @@
 #include "func.h"
 
 #include "../autograd/autograd.h"
+#include "../prof/prof.h"
 
 storage g_live = {.prev = &g_live, .next = &g_live};
 int64_t g_pending;
@@ -127,6 +128,9 @@ static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t
     }
     t->val = NULL;
     t->ag = NULL;
+    t->scope = 0;
+    prof_add(M_LiveTensors, 1);
+    if (LT_UNLIKELY(g_scope_depth)) func_scope_add(t);
     return t;
 }
 
@@ -176,6 +180,8 @@ lt_tensor *func_new_view(lt_tensor *b, int ndim, const int64_t *shape, const int
 void func_free(lt_tensor *t) {
     storage *s = t->st;
     if (LT_UNLIKELY(t->ag != NULL)) ag_handle_free(t);
+    if (LT_UNLIKELY(t->scope)) func_scope_forget(t);
+    prof_add(M_LiveTensors, -1);
     t->magic = LT_HANDLE_DEAD;
     pool_put(t);
     storage_release(s);

@@ -5,6 +5,7 @@
 #include "nn.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 #include <math.h>
 
@@ -15,7 +16,7 @@ static lt_tensor *host_fill(int ndim, const int64_t *shape, int kind, double a) 
     if (!v) return NULL;
     for (int64_t i = 0; i < n; i++)
         v[i] = (float)(kind == 0 ? (2 * rng_uniform() - 1) * a : kind == 1 ? rng_normal() * a : a);
-    lt_tensor *t = lt_from_data(v, LT_F32, ndim, shape);
+    lt_tensor *t = func_unscope(lt_from_data(v, LT_F32, ndim, shape)); /* the model's, not a scope's */
     core_free(v);
     return t;
 }
@@ -27,5 +28,5 @@ lt_tensor *nn_const(lt_dtype dtype, int ndim, const int64_t *shape, double value
     if (dtype == LT_F32) return host_fill(ndim, shape, 2, value);
     LT_ASSERT(dtype == LT_I64 && ndim == 0); /* the only other use: num_batches_tracked */
     int64_t v = (int64_t)value;
-    return lt_from_data(&v, LT_I64, 0, shape);
+    return func_unscope(lt_from_data(&v, LT_I64, 0, shape));
 }

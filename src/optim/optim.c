@@ -15,7 +15,7 @@ lt_tensor *opt_zeros_like(lt_tensor *t) {
     size_t bytes = (size_t)lt_numel(t) * lt_dtype_size(d);
     void *z = core_calloc(1, bytes ? bytes : 1);
     if (!z) return NULL;
-    lt_tensor *r = lt_from_data(z, d, lt_ndim(t), lt_shape(t));
+    lt_tensor *r = func_unscope(lt_from_data(z, d, lt_ndim(t), lt_shape(t))); /* state: the optimizer's */
     core_free(z);
     return r;
 }

@@ -8,6 +8,7 @@
 #include "optim.h"
 
 #include "../core/core.h"
+#include "../func/func.h"
 
 /* Temporaries owned by one update, freed together. */
 typedef struct tmps {
@@ -33,7 +34,7 @@ int opt_sgd_update(const opt_group *h, opt_param *st, lt_tensor *g) {
     if (h->momentum != 0) {
         lt_tensor *buf = st->s[0];
         if (!buf) {
-            buf = st->s[0] = lt_clone(d);
+            buf = st->s[0] = func_unscope(lt_clone(d));
         } else if (st->step == 1 && h->dampening != 0) {
             ok &= lt_copy_(buf, d) != NULL; /* PyTorch's first step: buf = d, undamped */
         } else {

@@ -65,6 +65,7 @@ double prof_value(enum prof_metric m) {
          * the arena reset that drops them, see prof_arena_drop). */
         if (m == M_IrNodes) return g_counters[m] + (double)g_arena.nodes;
         return g_counters[m];
+    case LEVEL: return g_counters[m];
     case GAUGE:
         if (m == M_ArenaBytes && (double)g_arena.bytes > g_counters[m]) return (double)g_arena.bytes;
         return g_counters[m];
@@ -98,7 +99,11 @@ double lt_metric(const char *name) {
 }
 
 void lt_metrics_reset(void) {
+    double levels[M_COUNT];
+    memcpy(levels, g_counters, sizeof levels);
     memset(g_counters, 0, sizeof g_counters);
+    for (int i = 0; i < M_COUNT; i++)
+        if (infos[i].kind == LEVEL) g_counters[i] = levels[i]; /* what exists now still exists */
     for (int i = 0; i < M_COUNT; i++) {
         g_timers[i].count = 0;
         g_timers[i].total_ns = 0;

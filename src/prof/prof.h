@@ -11,7 +11,8 @@
  *   COUNTER  a running sum
  *   TIMER    nanosecond samples: count, total, max, percentiles
  *   DIST     unitless samples (graph sizes): same statistics as TIMER
- *   GAUGE    a high-water mark */
+ *   GAUGE    a high-water mark
+ *   LEVEL    how many exist now (LiveTensors: handles); lt_metrics_reset keeps it */
 #define LT_METRICS(X)                   \
     X(MarkStep, COUNTER)                \
     X(CachedCompile, COUNTER)           \
@@ -31,6 +32,7 @@
     X(AutoSync, COUNTER)                \
     X(PeakBytes, GAUGE)                 \
     X(ArenaBytes, GAUGE)                \
+    X(LiveTensors, LEVEL)               \
     X(CacheEvictions, COUNTER)          \
     X(RecompileWarnings, COUNTER)       \
     X(AllReduceCount, COUNTER)          \
@@ -38,7 +40,7 @@
     X(AllReduceTime, TIMER)             \
     X(CommExposedTime, TIMER)
 
-enum prof_kind { COUNTER, TIMER, DIST, GAUGE };
+enum prof_kind { COUNTER, TIMER, DIST, GAUGE, LEVEL };
 enum prof_metric {
 #define X(name, kind) M_##name,
     LT_METRICS(X)

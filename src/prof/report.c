@@ -14,7 +14,12 @@ void prof_init(void) {
 }
 
 void prof_exit(void) {
-    if (g_config.metrics_at_exit) fputs(prof_report(), stderr);
+    if (g_config.metrics_at_exit) {
+        fputs(prof_report(), stderr);
+        /* what a program forgot to free (or to create inside a scope) */
+        fprintf(stderr, "lazytensor: %.0f tensor handles still alive at exit%s\n", g_counters[M_LiveTensors],
+                g_counters[M_LiveTensors] ? " (lt_free them, or create them inside lt_scope_begin/lt_scope_end)" : "");
+    }
     prof_trace_close();
 }
 
@@ -72,6 +77,10 @@ const char *prof_report(void) {
     put("counters:\n");
     for (int m = 0; m < M_COUNT; m++)
         if (prof_metric_kind((enum prof_metric)m) == COUNTER)
+            put("  %-24s %14.0f\n", prof_metric_name((enum prof_metric)m), prof_value((enum prof_metric)m));
+    put("levels (now):\n");
+    for (int m = 0; m < M_COUNT; m++)
+        if (prof_metric_kind((enum prof_metric)m) == LEVEL)
             put("  %-24s %14.0f\n", prof_metric_name((enum prof_metric)m), prof_value((enum prof_metric)m));
     put("gauges (high-water marks, bytes):\n");
     for (int m = 0; m < M_COUNT; m++)
