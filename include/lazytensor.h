@@ -276,6 +276,18 @@ void       lt_no_grad_begin(void);         /* nests */
 void       lt_no_grad_end(void);
 bool       lt_grad_enabled(void);
 
+/* ---- autocast (mixed precision) ------------------------------------------------ */
+/* Inside a bfloat16 region (PyTorch's torch.autocast("cpu", torch.bfloat16)),
+ * lt_conv2d, lt_linear and lt_matmul cast their float32 operands to
+ * bfloat16 (one CAST node each, differentiable) and return bfloat16,
+ * accumulating in float32; the losses cast bfloat16 operands to float32;
+ * other ops run in their operands' dtype. Regions nest; begin(LT_F32)
+ * opens a region with autocast off. Backward is traced with autocast off.
+ * 0 = ok; -1 and an error for another dtype or an unbalanced end. */
+int      lt_autocast_begin(lt_dtype dtype);
+int      lt_autocast_end(void);
+lt_dtype lt_autocast_dtype(void);  /* LT_BF16 inside a bfloat16 region, else LT_F32 */
+
 /* ---- neural-network ops (new handles) ------------------------------------------ */
 /* x (N, C, H, W), w (O, C/groups, kH, kW), bias (O) or NULL. */
 lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t stride[2],

@@ -627,10 +627,13 @@ static void bn_case(int trial) {
         c.x = s;
     }
     c.g = rand_tensor(LT_F32, nd, xs, 0);
+    int bf16 = g_bf16;
+    if (bf16 && trial % 2) g_bf16 = 0; /* mixed: bfloat16 x and g, float32 per-channel values (autocast's) */
     if (rint_(4)) c.w = rand_tensor(LT_F32, 1, cs, 0);
     if (rint_(4)) c.b = rand_tensor(LT_F32, 1, cs, 0);
     c.rm = rand_tensor(LT_F32, 1, cs, 0);
     c.rv = rand_tensor(LT_F32, 1, cs, 1);
+    g_bf16 = bf16;
     int ops[] = {LT_OP_BN_STATS, LT_OP_BN_APPLY, LT_OP_BN_BWD_INPUT, LT_OP_BN_BWD_PARAMS};
     for (int i = c.training ? 0 : 1; i < 4; i++) {
         char what[96];

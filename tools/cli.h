@@ -38,6 +38,7 @@ typedef struct cli_opts {
     int64_t eval_batch;
     int64_t log_every;        /* non-terminal progress: a line every N steps */
     bool quiet;               /* no progress or summary (bench runs) */
+    const char *precision;    /* fp32 | bf16 (autocast: bf16 convolutions and matmuls, fp32 master weights) */
 } cli_opts;
 
 /* Exit statuses (--help lists them). */
@@ -70,7 +71,7 @@ double cli_now(void); /* seconds, monotonic */
 
 /* Everything a run measured: the report, the summary and the plot read it. */
 typedef struct run_stats {
-    const char *model, *data, *optimizer;
+    const char *model, *data, *optimizer, *precision;
     int64_t batch, first_step, steps; /* steps run in this process, from first_step */
     int64_t steps_per_epoch;
     double wall_s, data_s, trace_s, mark_s, compile_s, exec_s;

@@ -15,6 +15,7 @@ struct cli_net {
     char **owned;
     int nowned;
     char desc[96];
+    bool bf16; /* --precision bf16: forward and loss inside an autocast region */
 };
 
 cli_net *net_create(const cli_opts *o, int in_ch, int hw, int classes) {
@@ -42,6 +43,7 @@ cli_net *net_create(const cli_opts *o, int in_ch, int hw, int classes) {
         net_free(n);
         return NULL;
     }
+    n->bf16 = !strcmp(o->precision, "bf16");
     int64_t count = 0;
     for (int i = 0; i < np; i++) count += lt_numel(p[i]);
     snprintf(n->desc, sizeof n->desc, "%s, %lld parameters", o->model, (long long)count);
@@ -68,8 +70,10 @@ const char *net_describe(const cli_net *n) { return n->desc; }
 
 lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
+    if (n->bf16) lt_autocast_begin(LT_BF16); /* as torch.autocast: forward and loss, not backward */
     lt_tensor *logits = lt_model_forward(n->m, x);
     lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
+    if (n->bf16) lt_autocast_end();
     lt_free(logits);
     if (!loss || lt_backward(loss) || lt_optim_step(n->opt)) {
         lt_free(loss);
@@ -82,7 +86,9 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
 lt_tensor *net_logits(cli_net *n, lt_tensor *x) {
     lt_model_train(n->m, false);
     lt_no_grad_begin();
+    if (n->bf16) lt_autocast_begin(LT_BF16);
     lt_tensor *out = lt_model_forward(n->m, x);
+    if (n->bf16) lt_autocast_end();
     lt_no_grad_end();
     lt_model_train(n->m, true);
     return out;

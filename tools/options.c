@@ -26,6 +26,7 @@ void opts_defaults(cli_opts *o) {
     o->test_size = -1;
     o->eval_batch = 0; /* the training batch: evaluation never needs more memory than training */
     o->log_every = 50;
+    o->precision = "fp32";
 }
 
 enum kind { STR, INT, I64, DBL, FLAG, SEED };
@@ -69,6 +70,8 @@ static const struct opt {
     {"plot", "PATH.svg", STR, O(plot), NULL, "write an SVG: loss per step, accuracy per epoch, time split",
      "none"},
     {"log-every", "N", I64, O(log_every), NULL, "progress line every N steps when not on a terminal", "50"},
+    {"precision", "NAME", STR, O(precision), "fp32|bf16",
+     "bf16: autocast (bfloat16 convolutions and matmuls, float32 master weights and optimizer state)", "fp32"},
 #undef O
 };
 #define NOPTS (sizeof table / sizeof table[0])

@@ -19,7 +19,8 @@ static void count(FILE *f, const char *key, double v, const char *sep) {
 static double per_step(double s, int64_t steps) { return steps ? s * 1e3 / (double)steps : NAN; }
 
 void report_json(FILE *f, const run_stats *st) {
-    fprintf(f, "{\"model\": \"%s\", \"data\": \"%s\", \"optimizer\": \"%s\", ", st->model, st->data, st->optimizer);
+    fprintf(f, "{\"model\": \"%s\", \"data\": \"%s\", \"optimizer\": \"%s\", \"precision\": \"%s\", ", st->model,
+            st->data, st->optimizer, st->precision);
     fprintf(f, "\"steps\": %lld, \"first_step\": %lld, \"batch_size\": %lld, ", (long long)st->steps,
             (long long)st->first_step, (long long)st->batch);
     num(f, "images_per_sec", st->wall_s > 0 ? (double)(st->steps * st->batch) / st->wall_s : NAN, ", ");
@@ -49,8 +50,8 @@ static void row(FILE *f, const char *what, double ms, double total) {
 
 void report_table(FILE *f, const run_stats *st) {
     double total = st->wall_s * 1e3;
-    fprintf(f, "\n== summary: %s on %s, %lld steps of batch %lld%s\n", st->model, st->data, (long long)st->steps,
-            (long long)st->batch, st->interrupted ? " (interrupted)" : "");
+    fprintf(f, "\n== summary: %s on %s, %lld steps of batch %lld, %s%s\n", st->model, st->data, (long long)st->steps,
+            (long long)st->batch, st->precision, st->interrupted ? " (interrupted)" : "");
     if (isfinite(st->test_acc)) fprintf(f, "  %-22s %12.2f %%\n", "test accuracy", st->test_acc);
     if (isfinite(st->final_loss)) fprintf(f, "  %-22s %12.4f\n", "final loss", st->final_loss);
     if (st->wall_s > 0)

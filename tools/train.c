@@ -244,13 +244,18 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     }
     int64_t nb = tr.n / o->batch_size, total = o->steps ? o->steps : nb * o->epochs;
     if (!rc && check_steps_left(o, st.first_step, nb, total)) rc = CLI_USAGE;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (!rc && !strcmp(o->precision, "bf16") && !__builtin_cpu_supports("avx512bf16"))
+        fprintf(stderr, "lazytensor: warning: this CPU has no AVX512-BF16 instructions; --precision bf16 gives the "
+                        "same results but runs emulated, slower than fp32\n");
+#endif
     if (!rc && human) {
-        fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g\n", net_describe(net),
-                o->data, (long long)tr.n, tr.c, tr.h, tr.w, (long long)o->batch_size, o->optimizer, o->lr);
+        fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g, %s\n", net_describe(net),
+                o->data, (long long)tr.n, tr.c, tr.h, tr.w, (long long)o->batch_size, o->optimizer, o->lr, o->precision);
         if (st.first_step) fprintf(human, "resumed from %s at step %lld\n", o->resume, (long long)st.first_step);
     }
     if (!rc) {
-        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer;
+        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer, st.precision = o->precision;
         if (train_loop(o, net, &tr, &te, &st, human, total)) rc = CLI_FAILED;
         else rc = finish(o, net, &st, human);
     }

@@ -49,6 +49,14 @@ static inline int api_check(const char *fn, const char *arg, const lt_tensor *t)
 lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
                            lt_tensor *inplace);
 
+/* Autocast (autocast.c). g_autocast: inside a bfloat16 region. Operands
+ * of dtype `from` among in[n] are replaced by new CAST handles to `to`,
+ * kept in tmp[n] (NULL where nothing was cast) for api_autocast_free after
+ * the op. NULL entries stay NULL. -1 on error (nothing to free). */
+extern uint8_t g_autocast;
+int api_autocast_args(int n, lt_tensor **in, lt_tensor **tmp, lt_dtype from, lt_dtype to);
+void api_autocast_free(int n, lt_tensor **tmp);
+
 /* Sync storages' pending values (lt_mark_step with a subset). */
 int api_sync_storages(storage **sts, int n);
 

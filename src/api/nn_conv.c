@@ -43,8 +43,8 @@ static int conv_out_shape(const char *fn, const int64_t *x, const int64_t *w, co
     return 0;
 }
 
-lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t stride[2], const int64_t padding[2],
-                     const int64_t dilation[2], int64_t groups) {
+static lt_tensor *conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t stride[2], const int64_t padding[2],
+                         const int64_t dilation[2], int64_t groups) {
     static const char fn[] = "lt_conv2d";
     API_ENTER();
     if (api_check(fn, "x", x) || api_check(fn, "w", w) || (bias && api_check(fn, "bias", bias))) return NULL;
@@ -62,6 +62,16 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t 
     lt_tensor *in[3] = {x, w, bias};
     lt_tensor *t = nn_node(LT_OP_CONV2D, (lt_dtype)x->dtype, 4, shape, 3, in, 7, ia, 0, NULL);
     API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int64_t stride[2], const int64_t padding[2],
+                     const int64_t dilation[2], int64_t groups) {
+    if (LT_LIKELY(!g_autocast)) return conv2d(x, w, bias, stride, padding, dilation, groups);
+    lt_tensor *in[3] = {x, w, bias}, *tmp[3]; /* autocast: lower-precision list */
+    if (api_autocast_args(3, in, tmp, LT_F32, LT_BF16)) return NULL;
+    lt_tensor *t = conv2d(in[0], in[1], in[2], stride, padding, dilation, groups);
+    api_autocast_free(3, tmp);
     return t;
 }
 

@@ -2,7 +2,7 @@
  * Its backward is written with public ops (src/api/nn.h). */
 #include "nn_util.h"
 
-lt_tensor *lt_linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
+static lt_tensor *linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
     static const char fn[] = "lt_linear";
     API_ENTER();
     if (api_check(fn, "x", x) || api_check(fn, "w", w) || (bias && api_check(fn, "bias", bias))) return NULL;
@@ -22,5 +22,14 @@ lt_tensor *lt_linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
     lt_tensor *in[3] = {x, w, bias};
     lt_tensor *t = nn_node(LT_OP_LINEAR, (lt_dtype)x->dtype, x->ndim, shape, 3, in, 0, NULL, 0, NULL);
     API_LEAVE(fn, t);
+    return t;
+}
+
+lt_tensor *lt_linear(lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
+    if (LT_LIKELY(!g_autocast)) return linear(x, w, bias);
+    lt_tensor *in[3] = {x, w, bias}, *tmp[3]; /* autocast: lower-precision list */
+    if (api_autocast_args(3, in, tmp, LT_F32, LT_BF16)) return NULL;
+    lt_tensor *t = linear(in[0], in[1], in[2]);
+    api_autocast_free(3, tmp);
     return t;
 }

@@ -28,7 +28,7 @@ static int check_ls(const char *fn, double ls) {
     return -1;
 }
 
-lt_tensor *lt_nll_loss(lt_tensor *logp, lt_tensor *target) {
+static lt_tensor *nll_loss(lt_tensor *logp, lt_tensor *target) {
     static const char fn[] = "lt_nll_loss";
     API_ENTER();
     if (check_class_args(fn, "logp", logp, target)) return NULL;
@@ -53,7 +53,7 @@ lt_tensor *nn_nll_loss_backward(lt_tensor *grad_out, lt_tensor *target, int64_t 
     return t;
 }
 
-lt_tensor *lt_cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
+static lt_tensor *cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
     static const char fn[] = "lt_cross_entropy";
     API_ENTER();
     if (check_class_args(fn, "logits", logits, target) || check_ls(fn, label_smoothing)) return NULL;
@@ -86,13 +86,42 @@ static int check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b) {
     return -1;
 }
 
-lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b) {
+static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b) {
     static const char fn[] = "lt_mse_loss";
     API_ENTER();
     if (check_pair(fn, a, b)) return NULL;
     lt_tensor *in[2] = {a, b};
     lt_tensor *t = nn_node(LT_OP_MSE_LOSS, (lt_dtype)a->dtype, 0, NULL, 2, in, 0, NULL, 0, NULL);
     API_LEAVE(fn, t);
+    return t;
+}
+
+/* Autocast: the losses are on PyTorch's fp32 list; their bfloat16
+ * operands are cast to float32 (the int64 target is left alone). */
+lt_tensor *lt_nll_loss(lt_tensor *logp, lt_tensor *target) {
+    if (LT_LIKELY(!g_autocast)) return nll_loss(logp, target);
+    lt_tensor *tmp;
+    if (api_autocast_args(1, &logp, &tmp, LT_BF16, LT_F32)) return NULL;
+    lt_tensor *t = nll_loss(logp, target);
+    api_autocast_free(1, &tmp);
+    return t;
+}
+
+lt_tensor *lt_cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
+    if (LT_LIKELY(!g_autocast)) return cross_entropy(logits, target, label_smoothing);
+    lt_tensor *tmp;
+    if (api_autocast_args(1, &logits, &tmp, LT_BF16, LT_F32)) return NULL;
+    lt_tensor *t = cross_entropy(logits, target, label_smoothing);
+    api_autocast_free(1, &tmp);
+    return t;
+}
+
+lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b) {
+    if (LT_LIKELY(!g_autocast)) return mse_loss(a, b);
+    lt_tensor *in[2] = {a, b}, *tmp[2];
+    if (api_autocast_args(2, in, tmp, LT_BF16, LT_F32)) return NULL;
+    lt_tensor *t = mse_loss(in[0], in[1]);
+    api_autocast_free(2, tmp);
     return t;
 }
 

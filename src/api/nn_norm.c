@@ -3,10 +3,30 @@
  * backward ops. x is (N, C, *). See src/api/nn.h for the contract. */
 #include "nn_util.h"
 
-/* An optional per-channel argument: NULL, or (C) with x's dtype. */
-static int check_channel(const char *fn, const char *arg, const lt_tensor *t, const lt_tensor *x) {
+/* The dtype of the per-channel operands (weight, bias, running and batch
+ * statistics, the parameters' gradient): x's, or float32 with a bfloat16
+ * x when the first per-channel argument given is float32 (PyTorch's mixed
+ * batch norm, as autocast makes it: bfloat16 activations, float32
+ * parameters; the math is float32 either way). */
+static lt_dtype param_dtype(const lt_tensor *x, const lt_tensor *a, const lt_tensor *b, const lt_tensor *c) {
+    const lt_tensor *p = a ? a : b ? b : c;
+    if (x->dtype == LT_BF16 && p && p->magic == LT_HANDLE_MAGIC && p->dtype == LT_F32) return LT_F32;
+    return (lt_dtype)x->dtype;
+}
+
+static int check_pdtype(const char *fn, const char *arg, const lt_tensor *t, const lt_tensor *x, lt_dtype pd) {
+    if (api_check(fn, arg, t)) return -1;
+    if (t->dtype == pd) return 0;
+    err_set(LT_ERR_DTYPE, "%s: argument '%s' (%s) must have the dtype of 'x' (%s)%s", fn, arg,
+            dtype_name((lt_dtype)t->dtype), dtype_name((lt_dtype)x->dtype),
+            x->dtype == LT_BF16 ? " or, with every per-channel argument, float32" : "");
+    return -1;
+}
+
+/* An optional per-channel argument: NULL, or (C) of dtype pd (param_dtype). */
+static int check_channel(const char *fn, const char *arg, const lt_tensor *t, const lt_tensor *x, lt_dtype pd) {
     if (!t) return 0;
-    if (api_check(fn, arg, t) || nn_same_dtype(fn, arg, t, "x", x)) return -1;
+    if (check_pdtype(fn, arg, t, x, pd)) return -1;
     if (t->ndim == 1 && t->shape[0] == x->shape[1]) return 0;
     err_set(LT_ERR_SHAPE, "%s: argument '%s' has shape %s; expected (C) = [%lld] for x %s", fn, arg,
             SHAPE_STR(t->ndim, t->shape), (long long)x->shape[1], SHAPE_STR(x->ndim, x->shape));
@@ -22,11 +42,11 @@ static int check_x(const char *fn, const lt_tensor *x) {
 }
 
 /* running_mean and running_var come together or not at all. */
-static int check_running(const char *fn, const lt_tensor *rm, const lt_tensor *rv, const lt_tensor *x) {
+static int check_running(const char *fn, const lt_tensor *rm, const lt_tensor *rv, const lt_tensor *x, lt_dtype pd) {
     if (!rm != !rv)
         return err_set(LT_ERR_NULL, "%s: 'running_mean' and 'running_var' must both be given or both be NULL", fn),
                -1;
-    return check_channel(fn, "running_mean", rm, x) || check_channel(fn, "running_var", rv, x) ? -1 : 0;
+    return check_channel(fn, "running_mean", rm, x, pd) || check_channel(fn, "running_var", rv, x, pd) ? -1 : 0;
 }
 
 static int64_t per_channel(const lt_tensor *x) { return x->shape[1] ? x->numel / x->shape[1] : 0; }
@@ -45,8 +65,10 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     static const char fn[] = "lt_batch_norm";
     API_ENTER();
     if (stats_out) *stats_out = NULL;
-    if (check_x(fn, x) || check_channel(fn, "weight", weight, x) || check_channel(fn, "bias", bias, x) ||
-        check_running(fn, running_mean, running_var, x))
+    if (check_x(fn, x)) return NULL;
+    lt_dtype pd = param_dtype(x, weight, bias, running_mean);
+    if (check_channel(fn, "weight", weight, x, pd) || check_channel(fn, "bias", bias, x, pd) ||
+        check_running(fn, running_mean, running_var, x, pd))
         return NULL;
     if (!(eps >= 0) || !isfinite(eps)) return err_set(LT_ERR_ARG, "%s: argument 'eps' is %g; must be >= 0", fn, eps);
     if (!isfinite(momentum)) return err_set(LT_ERR_ARG, "%s: argument 'momentum' is %g; must be finite", fn, momentum);
@@ -63,7 +85,7 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     int nin = 1;
     if (batch) {
         int64_t sshape[2] = {2, C};
-        if (!(st = ir_new(LT_OP_BN_STATS, (lt_dtype)x->dtype, 2, sshape, 1, &xv, 0, NULL, 0, NULL))) return NULL;
+        if (!(st = ir_new(LT_OP_BN_STATS, pd, 2, sshape, 1, &xv, 0, NULL, 0, NULL))) return NULL;
         in[nin++] = st;
     } else if (!(in[nin++] = func_value(running_mean)) || !(in[nin++] = func_value(running_var))) {
         return NULL;
@@ -76,9 +98,9 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
         /* rows of the stats as (C) values; the running variance is unbiased (PyTorch) */
         int64_t row[2][2] = {{1, 0}, {1, C}};
         double bessel = (double)cnt / (double)(cnt - 1);
-        ir_node *mr = ir_new(LT_OP_AS_STRIDED, (lt_dtype)x->dtype, 1, &C, 1, &st, 2, row[0], 0, NULL);
-        ir_node *vr = ir_new(LT_OP_AS_STRIDED, (lt_dtype)x->dtype, 1, &C, 1, &st, 2, row[1], 0, NULL);
-        ir_node *vu = vr ? ir_new(LT_OP_MUL_SCALAR, (lt_dtype)x->dtype, 1, &C, 1, &vr, 0, NULL, 1, &bessel) : NULL;
+        ir_node *mr = ir_new(LT_OP_AS_STRIDED, pd, 1, &C, 1, &st, 2, row[0], 0, NULL);
+        ir_node *vr = ir_new(LT_OP_AS_STRIDED, pd, 1, &C, 1, &st, 2, row[1], 0, NULL);
+        ir_node *vu = vr ? ir_new(LT_OP_MUL_SCALAR, pd, 1, &C, 1, &vr, 0, NULL, 1, &bessel) : NULL;
         if (!mr || !vu || update_running(running_mean, mr, momentum) || update_running(running_var, vu, momentum))
             return NULL;
     }
@@ -108,20 +130,20 @@ lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
 
 /* The statistics a backward op normalizes with, appended to in[*nin]:
  * the (2, C) batch stats, or the running pair. */
-static int bwd_stats(const char *fn, lt_tensor *x, lt_tensor *stats, lt_tensor *rm, lt_tensor *rv, ir_node **in,
-                     int *nin) {
+static int bwd_stats(const char *fn, lt_tensor *x, lt_tensor *stats, lt_tensor *rm, lt_tensor *rv, lt_dtype pd,
+                     ir_node **in, int *nin) {
     if (!stats == !rm)
         return err_set(LT_ERR_ARG, "%s: give either 'stats' (batch statistics) or 'running_mean'/'running_var'", fn),
                -1;
     if (stats) {
-        if (api_check(fn, "stats", stats) || nn_same_dtype(fn, "stats", stats, "x", x)) return -1;
+        if (check_pdtype(fn, "stats", stats, x, pd)) return -1;
         if (stats->ndim != 2 || stats->shape[0] != 2 || stats->shape[1] != x->shape[1])
             return err_set(LT_ERR_SHAPE, "%s: argument 'stats' has shape %s; expected (2, C) with C = %lld", fn,
                            SHAPE_STR(stats->ndim, stats->shape), (long long)x->shape[1]),
                    -1;
         return (in[(*nin)++] = func_value(stats)) ? 0 : -1;
     }
-    if (check_running(fn, rm, rv, x)) return -1;
+    if (check_running(fn, rm, rv, x, pd)) return -1;
     if (!(in[(*nin)++] = func_value(rm))) return -1;
     return (in[(*nin)++] = func_value(rv)) ? 0 : -1;
 }
@@ -138,11 +160,13 @@ lt_tensor *nn_batch_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_te
                                         lt_tensor *running_mean, lt_tensor *running_var, double eps) {
     static const char fn[] = "nn_batch_norm_backward_input";
     API_ENTER();
-    if (check_x(fn, x) || check_grad_x(fn, grad_out, x) || check_channel(fn, "weight", weight, x)) return NULL;
+    if (check_x(fn, x) || check_grad_x(fn, grad_out, x)) return NULL;
+    lt_dtype pd = param_dtype(x, weight, stats, running_mean);
+    if (check_channel(fn, "weight", weight, x, pd)) return NULL;
     ir_node *in[5] = {func_value(grad_out), func_value(x)};
     int nin = 2;
     int64_t ia[2] = {stats != NULL, weight != NULL};
-    if (!in[0] || !in[1] || bwd_stats(fn, x, stats, running_mean, running_var, in, &nin)) return NULL;
+    if (!in[0] || !in[1] || bwd_stats(fn, x, stats, running_mean, running_var, pd, in, &nin)) return NULL;
     if (weight && !(in[nin++] = func_value(weight))) return NULL;
     ir_node *n = ir_new(LT_OP_BN_BWD_INPUT, (lt_dtype)x->dtype, x->ndim, x->shape, nin, in, 2, ia, 1, &eps);
     lt_tensor *t = n ? func_new(n) : NULL;
@@ -155,11 +179,12 @@ lt_tensor *nn_batch_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, lt_t
     static const char fn[] = "nn_batch_norm_backward_params";
     API_ENTER();
     if (check_x(fn, x) || check_grad_x(fn, grad_out, x)) return NULL;
+    lt_dtype pd = param_dtype(x, stats, running_mean, NULL);
     ir_node *in[4] = {func_value(grad_out), func_value(x)};
     int nin = 2;
     int64_t ia[1] = {stats != NULL}, shape[2] = {2, x->shape[1]};
-    if (!in[0] || !in[1] || bwd_stats(fn, x, stats, running_mean, running_var, in, &nin)) return NULL;
-    ir_node *n = ir_new(LT_OP_BN_BWD_PARAMS, (lt_dtype)x->dtype, 2, shape, nin, in, 1, ia, 1, &eps);
+    if (!in[0] || !in[1] || bwd_stats(fn, x, stats, running_mean, running_var, pd, in, &nin)) return NULL;
+    ir_node *n = ir_new(LT_OP_BN_BWD_PARAMS, pd, 2, shape, nin, in, 1, ia, 1, &eps);
     lt_tensor *t = n ? func_new(n) : NULL;
     API_LEAVE(fn, t);
     return t;

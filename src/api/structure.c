@@ -1,7 +1,7 @@
 /* matmul, cat, clone/contiguous. */
 #include "api.h"
 
-lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
+static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
     API_ENTER();
     if (api_check("lt_matmul", "a", a) || api_check("lt_matmul", "b", b)) return NULL;
     if (a->ndim == 0 || b->ndim == 0)
@@ -33,6 +33,15 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
         return NULL;
     }
     API_LEAVE("lt_matmul", t);
+    return t;
+}
+
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
+    if (LT_LIKELY(!g_autocast)) return matmul(a, b);
+    lt_tensor *in[2] = {a, b}, *tmp[2]; /* autocast: lower-precision list */
+    if (api_autocast_args(2, in, tmp, LT_F32, LT_BF16)) return NULL;
+    lt_tensor *t = matmul(in[0], in[1]);
+    api_autocast_free(2, tmp);
     return t;
 }
 

@@ -202,7 +202,10 @@ static int backward(const char *fn, const char *arg, lt_tensor *t, lt_tensor *gr
     ag_fn_ref(root); /* the root survives even if a formula frees t's last alias */
     g_ag_no_grad++;
     ag_update_on();
+    uint8_t autocast = g_autocast; /* formulas run in their operands' dtypes, as PyTorch's backward */
+    g_autocast = 0;
     int rc = run(root, seed);
+    g_autocast = autocast;
     g_ag_no_grad--;
     ag_update_on();
     ag_fn_release(root);
