@@ -247,6 +247,9 @@ TEST(reports_and_messages) {
     const char *p = strstr(out, "\"peak_bytes\": ");
     CHECK_MSG(p && strspn(p + 14, "0123456789") > 3 && p[14 + strspn(p + 14, "0123456789")] == ',',
               "peak_bytes is not an integer: %.40s", p ? p : out);
+    CHECK(cli_run(out, sizeof out, true, "train " TINY " --steps 2 --metrics") == 0);
+    CHECK_MSG(strstr(out, "LiveTensors") && strstr(out, "0 tensor handles still alive at exit"),
+              "the program leaks handles: %s", out);
     /* eager mode compiles every op: no "keeps changing" warning */
     CHECK(cli_run(out, sizeof out, true, "train --eager --data fake --model mlp --batch-size 4 --steps 24 "
                                          "--test-size 0") == 0);
@@ -257,6 +260,63 @@ TEST(reports_and_messages) {
     CHECK_MSG(banner && step && banner < step, "banner after the steps: %s", out);
 }
 
+static int count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+    return n;
+}
+
+/* The points of the n-th polyline of a class. */
+static int points(const char *svg, const char *cls, int nth) {
+    const char *p = svg;
+    for (int i = 0; i <= nth && p; i++)
+        if ((p = strstr(p, cls))) p += strlen(cls);
+    const char *q = p ? strstr(p, "points='") : NULL;
+    if (!q) return -1;
+    int n = 0;
+    for (q += 8; *q && *q != '\''; q++) n += *q == ',';
+    return n;
+}
+
+/* The plot of a resumed run: ticks and gridlines on both axes, epoch
+ * lines, the checkpoint's part of the curve, accuracy values, the time split
+ * in ms; rendered once to PNG to be sure it parses. */
+TEST(plot_continues_and_renders) {
+    char ck[256], svg[256], png[256];
+    snprintf(ck, sizeof ck, "%s/p.st", cli_tmp);
+    snprintf(svg, sizeof svg, "%s/p.svg", cli_tmp);
+    snprintf(png, sizeof png, "%s/p.png", cli_tmp);
+    /* 8x8 images, 10 steps per epoch of batch 6000: epoch lines within 12 steps */
+    const char *args = "--data fake --model mlp --image-size 8 --batch-size 6000 --test-size 100 --lr-schedule none";
+    CHECK(cli_run(out, sizeof out, true, "train %s --steps 6 --save %s", args, ck) == 0);
+    CHECK(cli_run(out, sizeof out, true, "train %s --steps 12 --resume %s --plot %s", args, ck, svg) == 0);
+    char *s = cli_slurp(svg, NULL);
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_MSG(count(s, "class='ytick'") >= 8 && count(s, "class='xtick'") >= 8 && count(s, "class='grid'") >= 16,
+              "ticks: %d y, %d x, %d gridlines", count(s, "class='ytick'"), count(s, "class='xtick'"),
+              count(s, "class='grid'"));
+    CHECK_MSG(strstr(s, ">epoch 1<") && strstr(s, "resumed at step 6"), "no epoch or resume marks");
+    CHECK_MSG(points(s, "class='loss'", 0) == 6 && points(s, "class='loss'", 1) == 6,
+              "the curve does not continue the checkpoint's: %d + %d points", points(s, "class='loss'", 0),
+              points(s, "class='loss'", 1));
+    CHECK_MSG(count(s, "class='accval'") == 3 && strstr(s, "latest "), "accuracy values (steps 6, 10, 12): %d",
+              count(s, "class='accval'"));
+    CHECK_MSG(strstr(s, " ms ("), "the time split does not use ms for parts under a second");
+    free(s);
+    if (system("command -v rsvg-convert > /dev/null 2>&1")) {
+        printf("  (skipped the PNG rendering: rsvg-convert is not installed; scripts/install-deps.sh installs "
+               "librsvg2-bin)\n");
+        return;
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rsvg-convert %s -o %s", svg, png);
+    CHECK_MSG(system(cmd) == 0, "rsvg-convert could not render the SVG");
+    char *p = cli_slurp(png, NULL);
+    CHECK_MSG(p && !memcmp(p, "\x89PNG", 4), "no PNG written");
+    free(p);
+}
+
 int main(int argc, char **argv) {
     if (cli_setup(argc > 1 ? argv[1] : NULL, "lt_test_cli_robust")) return 1;
     RUN(usage_errors);
@@ -264,6 +324,7 @@ int main(int argc, char **argv) {
     RUN(at_end_failures_keep_the_rest);
     RUN(resume_checks);
     RUN(reports_and_messages);
+    RUN(plot_continues_and_renders);
     RUN(signals_save_the_run);
     RUN(second_signal_exits_at_once);
     cli_cleanup();
