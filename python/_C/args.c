@@ -70,7 +70,7 @@ int ltpy_int_arg(PyObject *o, const char *fn, const char *arg, int *out) {
 }
 
 int ltpy_dtype_arg(PyObject *o, const char *fn, lt_dtype *out) {
-    for (int d = 0; d < 5; d++)
+    for (int d = 0; d < LTPY_NDTYPES; d++)
         if (o == ltpy_dtypes[d]) {
             *out = (lt_dtype)d;
             return 0;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DL_CPU = 1, DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BOOL = 6 };
+enum { DL_CPU = 1, DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_BOOL = 6 };
 typedef struct { int32_t device_type, device_id; } dl_device;
 typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
 typedef struct {
@@ -43,9 +43,9 @@ static void capsule_destructor(PyObject *cap) {
     if (m && m->deleter) m->deleter(m);
 }
 
-static const dl_dtype dl_of[5] = {
+static const dl_dtype dl_of[LTPY_NDTYPES] = {
     [LT_F32] = {DL_FLOAT, 32, 1}, [LT_F64] = {DL_FLOAT, 64, 1}, [LT_I32] = {DL_INT, 32, 1},
-    [LT_I64] = {DL_INT, 64, 1},   [LT_BOOL] = {DL_BOOL, 8, 1},
+    [LT_I64] = {DL_INT, 64, 1},   [LT_BOOL] = {DL_BOOL, 8, 1}, [LT_BF16] = {DL_BFLOAT, 16, 1},
 };
 
 PyObject *ltpy_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
@@ -84,6 +84,7 @@ static int dtype_from(dl_dtype t, lt_dtype *out) {
     if (t.code == DL_FLOAT && (t.bits == 32 || t.bits == 64)) *out = t.bits == 32 ? LT_F32 : LT_F64;
     else if (t.code == DL_INT && (t.bits == 32 || t.bits == 64)) *out = t.bits == 32 ? LT_I32 : LT_I64;
     else if (t.code == DL_BOOL && t.bits == 8) *out = LT_BOOL;
+    else if (t.code == DL_BFLOAT && t.bits == 16) *out = LT_BF16;
     else return -1;
     return 0;
 }

@@ -19,7 +19,10 @@ typedef struct {
 extern PyTypeObject ltpy_tensor_base;  /* _C.TensorBase */
 extern PyTypeObject ltpy_dtype_type;   /* _C.dtype */
 extern PyTypeObject *ltpy_tensor_cls;  /* lazytensor.Tensor once registered, else TensorBase */
-extern PyObject *ltpy_dtypes[5];       /* one object per lt_dtype */
+#define LTPY_NDTYPES (LT_BF16 + 1)
+extern PyObject *ltpy_dtypes[LTPY_NDTYPES]; /* one object per lt_dtype */
+
+static inline int ltpy_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }
 
 /* errors.c: raises the library's pending error (TypeError, ValueError,
  * IndexError, RuntimeError, ... by its code) and clears it; returns NULL.

@@ -243,6 +243,7 @@ CAST(double, LT_F64)
 CAST(int, LT_I32)
 CAST(long, LT_I64)
 CAST(bool, LT_BOOL)
+CAST(bfloat16, LT_BF16)
 
 FAST(m_view) {
     int64_t s[LT_MAX_DIMS];
@@ -393,7 +394,7 @@ KW(m_backward) {
 static PyObject *m_is_floating_point(PyObject *self, PyObject *u) {
     (void)u;
     lt_dtype d = lt_dtype_of(SELF);
-    return PyBool_FromLong(d == LT_F32 || d == LT_F64);
+    return PyBool_FromLong(ltpy_is_float(d));
 }
 
 #define M(name, fn, flags) {name, (PyCFunction)(void (*)(void))fn, flags, NULL}
@@ -414,7 +415,7 @@ PyMethodDef ltpy_tensor_methods[] = {
     M("matmul", m_matmul, METH_O), M("clone", m_clone, METH_NOARGS), M("contiguous", m_contiguous, METH_NOARGS),
     M("detach", m_detach, METH_NOARGS), M_FAST(to),
     M("float", m_float, METH_NOARGS), M("double", m_double, METH_NOARGS), M("int", m_int, METH_NOARGS),
-    M("long", m_long, METH_NOARGS), M("bool", m_bool, METH_NOARGS),
+    M("long", m_long, METH_NOARGS), M("bool", m_bool, METH_NOARGS), M("bfloat16", m_bfloat16, METH_NOARGS),
     M_FAST(view), M_FAST(reshape), M_FAST(expand), M_FAST(permute), M_KW(flatten), M_FAST(transpose),
     M("t", m_t, METH_NOARGS), M("unsqueeze", m_unsqueeze, METH_O), M_FAST(squeeze), M_KW(diagonal),
     M_FAST(narrow), M_FAST(select), M_KW(as_strided),

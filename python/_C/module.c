@@ -2,7 +2,7 @@
  * and the module init. */
 #include "ltpy.h"
 
-PyObject *ltpy_dtypes[5];
+PyObject *ltpy_dtypes[LTPY_NDTYPES];
 
 /* ---- dtype objects ---- */
 typedef struct {
@@ -16,7 +16,7 @@ static PyObject *dtype_repr(PyObject *self) {
 static PyObject *dtype_is_float(PyObject *self, void *c) {
     (void)c;
     int d = ((dtype_obj *)self)->code;
-    return PyBool_FromLong(d == LT_F32 || d == LT_F64);
+    return PyBool_FromLong(ltpy_is_float(d));
 }
 static PyObject *dtype_itemsize(PyObject *self, void *c) {
     (void)c;
@@ -256,8 +256,8 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&ltpy_tensor_base)) goto fail;
     Py_INCREF(&ltpy_dtype_type);
     if (PyModule_AddObject(m, "dtype", (PyObject *)&ltpy_dtype_type)) goto fail;
-    static const char *names[5] = {"float32", "float64", "int32", "int64", "bool"};
-    for (int d = 0; d < 5; d++) {
+    static const char *names[LTPY_NDTYPES] = {"float32", "float64", "int32", "int64", "bool", "bfloat16"};
+    for (int d = 0; d < LTPY_NDTYPES; d++) {
         dtype_obj *o = PyObject_New(dtype_obj, &ltpy_dtype_type);
         if (!o) goto fail;
         o->code = d;

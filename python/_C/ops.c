@@ -6,12 +6,10 @@
 
 int ltpy_is_number(PyObject *o) { return PyFloat_Check(o) || PyLong_Check(o); } /* bool is a PyLong */
 
-static int is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64; }
-
 lt_tensor *ltpy_scalar_tensor(lt_tensor *like, PyObject *num) {
     lt_dtype d = lt_dtype_of(like);
     if (PyFloat_Check(num)) {
-        if (!is_float(d)) d = LT_F32;
+        if (!ltpy_is_float(d)) d = LT_F32;
     } else if (!PyBool_Check(num) && d == LT_BOOL) {
         d = LT_I64;
     }
@@ -68,7 +66,7 @@ static lt_tensor *scalar_op(lt_tensor *a, double s, int op, bool inplace) {
 }
 
 static int scalar_fast(lt_tensor *t, PyObject *num, int op) {
-    return (op == '+' || op == '-' || op == '*' || op == '^') && is_float(lt_dtype_of(t)) && !PyBool_Check(num);
+    return (op == '+' || op == '-' || op == '*' || op == '^') && ltpy_is_float(lt_dtype_of(t)) && !PyBool_Check(num);
 }
 
 PyObject *ltpy_binary(PyObject *a, PyObject *b, int op) {

@@ -132,7 +132,7 @@ static PyObject *item_number(PyObject *self, int as_float) {
     lt_dtype d = lt_dtype_of(h);
     if (as_float) return PyFloat_FromDouble(v);
     if (d == LT_BOOL) return PyBool_FromLong(v != 0);
-    if (d == LT_F32 || d == LT_F64) return PyFloat_FromDouble(v);
+    if (ltpy_is_float(d)) return PyFloat_FromDouble(v);
     return PyLong_FromLongLong((long long)v);
 }
 PyObject *ltpy_item(PyObject *self, PyObject *unused) { (void)unused; return item_number(self, 0); }
@@ -146,7 +146,7 @@ static PyObject *nb_int(PyObject *a) {
 }
 static PyObject *nb_index(PyObject *a) {
     lt_dtype d = lt_dtype_of(ltpy_h(a));
-    if (d == LT_F32 || d == LT_F64) {
+    if (ltpy_is_float(d)) {
         PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
         return NULL;
     }

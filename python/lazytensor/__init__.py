@@ -11,7 +11,7 @@ reprs). No numerics are done here.
 """
 from . import _C
 from ._tensor import Tensor, Size
-from ._C import float32, float64, int32, int64, bool, dtype  # noqa: A004 (torch's names)
+from ._C import float32, float64, int32, int64, bool, bfloat16, dtype  # noqa: A004 (torch's names)
 from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange, rand, randn,
                         zeros_like, ones_like, full_like, empty_like, rand_like, randn_like)
 from ._autograd import no_grad, is_grad_enabled

@@ -43,8 +43,11 @@ def tensor(data, dtype=None, requires_grad=False):
             a, d = _infer(data)
         if dtype is not None:
             d = dtype
-        a = np.asarray(a, dtype=_TO_NP[d], order="C")  # (ascontiguousarray would make 0-d 1-d)
-        t = _C.from_buffer(a, d, a.shape)
+        via = _C.float32 if d == _C.bfloat16 else d  # NumPy has no bfloat16: rounded by the library's cast
+        a = np.asarray(a, dtype=_TO_NP[via], order="C")  # (ascontiguousarray would make 0-d 1-d)
+        t = _C.from_buffer(a, via, a.shape)
+        if via != d:
+            t = t.to(d)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -17,6 +17,8 @@ class Tensor(_C.TensorBase):
 
     def numpy(self):
         """A new NumPy array with the value (syncs what this tensor needs)."""
+        if self.dtype not in _NP:
+            raise TypeError(f"numpy(): NumPy has no {self.dtype!r}; convert first, e.g. .float()")
         out = np.empty(self.shape, dtype=_NP[self.dtype])
         self._to_host(out)
         return out
@@ -34,7 +36,7 @@ class Tensor(_C.TensorBase):
         return (self[i] for i in builtins.range(self.shape[0]))
 
     def __repr__(self):
-        a = self.numpy()
+        a = (self.float() if self.dtype == _C.bfloat16 else self).numpy()
         if a.dtype.kind == "f":
             body = np.array2string(a, separator=", ", prefix="tensor(", precision=4,
                                    floatmode="fixed" if a.size and np.any(a != np.round(a)) else "maxprec")

@@ -46,3 +46,21 @@ def test_dlpack_torch_both_ways(name):
     assert torch.equal(y, x + 1)
     with pytest.raises(ValueError, match="contiguous"):
         lt.from_dlpack(x.t())
+
+
+def test_bfloat16():
+    t = lt.tensor([1.0, 2.5, 1 / 3], dtype=lt.bfloat16)
+    assert t.dtype == lt.bfloat16 and t.dtype.is_floating_point and t.element_size() == 2
+    np.testing.assert_array_equal(t.float().numpy(), np.float32([1.0, 2.5, 0.333984375]))  # nearest bf16
+    assert (t * 2).dtype == lt.bfloat16 and (t + lt.ones(3)).dtype == lt.float32
+    assert "dtype=lazytensor.bfloat16" in repr(t)
+    with pytest.raises(TypeError, match="bfloat16"):
+        t.numpy()
+
+
+def test_bfloat16_dlpack_torch():
+    torch = torch_or_skip()
+    x = torch.tensor([1.0, -2.5, 3.0], dtype=torch.bfloat16)
+    t = lt.from_dlpack(x)
+    assert t.dtype == lt.bfloat16 and t.float().tolist() == [1.0, -2.5, 3.0]
+    assert torch.equal(torch.from_dlpack(t), x)
