@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build test train bench clean test-asan fuzz fuzz-short fuzz-func
+.PHONY: all deps build test train bench clean test-asan fuzz fuzz-short fuzz-func install
 
 all: build
 
@@ -19,6 +19,12 @@ build: deps $(BUILD)/Makefile
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The library (with its soname), header, lazytensor.pc, CMake package, the
+# lazytensor program and the Python package into /usr/local (PREFIX=... to
+# change; DESTDIR is honoured).
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 # Quiet unless the build fails: its output goes to a log, shown on failure.
 train: deps $(BUILD)/Makefile

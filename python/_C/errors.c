@@ -21,16 +21,3 @@ static PyObject *raise_code(int code, PyObject *arg_exc) {
 
 PyObject *ltpy_raise(void) { return raise_code(lt_error(), PyExc_ValueError); }
 PyObject *ltpy_raise_index(void) { return raise_code(lt_error(), PyExc_IndexError); }
-
-PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h) {
-    if (!h) return ltpy_raise();
-    ltpy_tensor *t = (ltpy_tensor *)cls->tp_alloc(cls, 0);
-    if (!t) {
-        lt_free(h);
-        return NULL;
-    }
-    t->h = h;
-    return (PyObject *)t;
-}
-
-PyObject *ltpy_wrap(lt_tensor *h) { return ltpy_wrap_as(ltpy_tensor_cls, h); }

@@ -32,8 +32,9 @@ PyObject *ltpy_raise_index(void);
 /* An error left by a call that returns no handle (void or int): raise it. */
 static inline int ltpy_check(void) { return lt_error() ? (ltpy_raise(), -1) : 0; }
 
-/* Wraps a NEW handle into a tensor of ltpy_tensor_cls (steals h); NULL h
- * raises the pending error. */
+/* tensor.c: wraps a NEW handle into a tensor of ltpy_tensor_cls (steals h);
+ * NULL h raises the pending error. ltpy_live counts the tensors alive. */
+extern Py_ssize_t ltpy_live;
 PyObject *ltpy_wrap(lt_tensor *h);
 PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h);
 

@@ -213,6 +213,10 @@ static PyObject *f_no_grad_end(PyObject *m, PyObject *u) {
     lt_no_grad_end();
     Py_RETURN_NONE;
 }
+static PyObject *f_live_tensors(PyObject *m, PyObject *u) {
+    (void)m, (void)u;
+    return PyLong_FromSsize_t(ltpy_live);
+}
 static PyObject *f_grad_enabled(PyObject *m, PyObject *u) {
     (void)m, (void)u;
     return PyBool_FromLong(lt_grad_enabled());
@@ -228,7 +232,7 @@ PyMethodDef ltpy_module_methods[] = {
     F("metric", f_metric, METH_O), F("metrics_report", f_metrics_report, METH_NOARGS),
     F("metrics_reset", f_metrics_reset, METH_NOARGS), F("_no_grad_begin", f_no_grad_begin, METH_NOARGS),
     F("_no_grad_end", f_no_grad_end, METH_NOARGS), F("is_grad_enabled", f_grad_enabled, METH_NOARGS),
-    F("from_dlpack", ltpy_from_dlpack, METH_O),
+    F("from_dlpack", ltpy_from_dlpack, METH_O), F("_live_tensors", f_live_tensors, METH_NOARGS),
     {NULL, NULL, 0, NULL},
 };
 

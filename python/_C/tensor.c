@@ -4,8 +4,24 @@
 #include "ltpy.h"
 
 PyTypeObject *ltpy_tensor_cls = &ltpy_tensor_base;
+Py_ssize_t ltpy_live;
+
+PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h) {
+    if (!h) return ltpy_raise();
+    ltpy_tensor *t = (ltpy_tensor *)cls->tp_alloc(cls, 0);
+    if (!t) {
+        lt_free(h);
+        return NULL;
+    }
+    t->h = h;
+    ltpy_live++;
+    return (PyObject *)t;
+}
+
+PyObject *ltpy_wrap(lt_tensor *h) { return ltpy_wrap_as(ltpy_tensor_cls, h); }
 
 static void tensor_dealloc(PyObject *self) {
+    ltpy_live--;
     lt_free(((ltpy_tensor *)self)->h);
     Py_TYPE(self)->tp_free(self);
 }

@@ -12,7 +12,10 @@ _TO_NP = {v: k for k, v in _FROM_NP.items()}
 
 def _shape(size):
     if len(size) == 1 and not isinstance(size[0], builtins.int):
-        return tuple(size[0])
+        try:
+            return tuple(size[0])
+        except TypeError:
+            raise TypeError(f"size must be ints or one sequence of ints, not {type(size[0]).__name__}") from None
     return tuple(size)
 
 

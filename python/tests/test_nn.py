@@ -5,6 +5,7 @@ import pytest
 import lazytensor as lt
 import lazytensor.nn.functional as F
 from lazytensor import nn
+from conftest import torch_or_skip
 
 
 class Net(nn.Module):
@@ -38,7 +39,7 @@ def test_module_registration_and_state_dict_keys():
 
 
 def test_state_dict_keys_match_torch():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     tnn = torch.nn
     tm = tnn.Sequential(tnn.Conv2d(2, 3, 3, padding=1), tnn.BatchNorm2d(3), tnn.ReLU(), tnn.Flatten(),
                         tnn.Linear(48, 5), tnn.Embedding(4, 2))
