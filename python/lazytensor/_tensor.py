@@ -80,9 +80,5 @@ class Tensor(_C.TensorBase):
         from ._creation import full
         return full(size, fill_value, dtype=dtype or self.dtype)
 
-    def __reduce_ex__(self, proto):
-        from ._creation import tensor
-        return (tensor, (self.numpy(),))
-
 
 _C._set_tensor_class(Tensor)

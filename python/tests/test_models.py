@@ -11,7 +11,7 @@ import pytest
 import lazytensor as lt
 import lazytensor.nn.functional as F
 from lazytensor import models
-from conftest import torch_or_skip
+from conftest import SANITIZED, torch_or_skip
 
 
 def test_resnet_parameter_names_match_torchvision():
@@ -74,6 +74,8 @@ def test_resnet20_trains_like_the_cli():
     cli = os.environ.get("LT_CLI")
     if not cli:
         pytest.skip("LT_CLI (the lazytensor program) is not set; ctest sets it")
+    if SANITIZED:
+        pytest.skip("a ResNet-20 step takes tens of seconds in the ASan build (no oneDNN); test_nn covers the layers")
     args = ["5", "20", "8", "0.003", "0.0001"]  # seed, steps, batch, lr, weight decay
     seed, steps, batch, lr, wd = args
     out = subprocess.run([cli, "train", "--model", "resnet20", "--data", "fake", "--steps", steps,

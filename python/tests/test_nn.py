@@ -36,6 +36,10 @@ def test_module_registration_and_state_dict_keys():
     m.train()
     assert m.head[0].training
     assert "Linear(in_features=48, out_features=5, bias=True)" in repr(m)
+    with pytest.raises(TypeError, match="as parameter 'weight'"):
+        m.conv.weight = lt.zeros(3, 2, 3, 3)  # a plain tensor onto a parameter, as torch refuses
+    m.conv.bias = None
+    assert "conv.bias" not in m.state_dict()
 
 
 def test_state_dict_keys_match_torch():

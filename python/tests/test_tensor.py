@@ -195,6 +195,11 @@ def test_matmul_cat_casts(rng):
     np.testing.assert_array_equal(t.to(lt.int32).numpy(), a.astype(np.int32))
     assert t.double().dtype == lt.float64 and t.long().dtype == lt.int64 and t.bool().dtype == lt.bool
     assert t.float() is t
+    b2 = lt.tensor(b)
+    assert t.view_as(lt.zeros(6, 4)).shape == (6, 4) and t.reshape_as(lt.zeros(24)).shape == (24,)
+    assert lt.ones(1).expand_as(b2).shape == (4, 5) and t.type_as(lt.zeros(1, dtype=lt.int64)).dtype == lt.int64
+    assert t.new_zeros(2).dtype == lt.float32 and t.new_ones((1, 2)).shape == (1, 2)
+    assert t.new_full((2,), 3.0).tolist() == [3.0, 3.0]
 
 
 def test_creation():

@@ -43,7 +43,10 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__} as buffer '{name}' (Tensor or None expected)")
             self._buffers[name] = value
-        elif name in self._parameters and value is None:
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(lazytensor.nn.Parameter or None expected)")
             self._parameters[name] = None
         else:
             object.__setattr__(self, name, value)

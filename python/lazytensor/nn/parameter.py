@@ -18,5 +18,3 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, proto):
-        return (Parameter, (Tensor.__reduce_ex__(self, proto)[1][0], self.requires_grad))
