@@ -1,13 +1,13 @@
 # PyTorch eager baseline for `lazytensor train` (the default recipe): the
-# anchor's ResNet-20 on Fashion-MNIST (../shared/anchors/fmnist_resnet20.py),
+# ResNet-20 on Fashion-MNIST of bench/pytorch/fmnist_resnet20.py,
 # AdamW batch 128, with the learning rate and schedule as arguments so both
-# the anchor's recipe and ours run in PyTorch the same way.
+# its constant-lr recipe and our cosine one run in PyTorch the same way.
 #   NT=2 /usr/bin/python3 bench/pytorch_fmnist.py [lr] [none|cosine]
 import os, runpy, sys, torch
 lr = float(sys.argv[1]) if len(sys.argv) > 1 else 3e-3
 sched = sys.argv[2] if len(sys.argv) > 2 else "cosine"
-anchor = os.environ.get("ANCHORS", os.path.join(os.path.dirname(__file__), "../../shared/anchors"))
-src = open(os.path.join(anchor, "fmnist_resnet20.py")).read()
+pytorch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch")
+src = open(os.path.join(pytorch_dir, "fmnist_resnet20.py")).read()
 # Same script, two substitutions: the lr, and a per-step cosine schedule
 # (lazytensor's: lr * 0.5 * (1 + cos(pi * step / total))).
 src = src.replace("lr=1e-3", f"lr={lr}")

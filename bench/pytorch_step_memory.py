@@ -6,8 +6,8 @@
 # batch exist (the growth also holds the AdamW state and the gradients).
 #   NT=2 /usr/bin/python3 bench/pytorch_step_memory.py
 import os, resource, torch
-anchor = os.environ.get("ANCHORS", os.path.join(os.path.dirname(__file__), "../../shared/anchors"))
-src = open(os.path.join(anchor, "fmnist_resnet20.py")).read()
+pytorch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch")
+src = open(os.path.join(pytorch_dir, "fmnist_resnet20.py")).read()
 head = src[src.index("class Block"):src.index("m = ResNet20()")]
 ns = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional}
 exec(head, ns)
