@@ -501,6 +501,12 @@ lt_tensor *lt_broadcast_(lt_tensor *t, int root);
  * (call it between lt_backward and lt_optim_step). Parameters without a
  * gradient are skipped; a world of one traces nothing. Borrows. 0 or -1. */
 int  lt_dist_average_grads(int n, lt_tensor *const *params);
+/* Batch norm in training mode (lt_batch_norm and the models' layers) with
+ * the statistics of the GLOBAL batch, all-reduced inside the graph, forward
+ * and backward (PyTorch's SyncBatchNorm): N ranks x batch B/N then match one
+ * rank x B. Off by default (per-rank statistics, as PyTorch DDP); a world
+ * of one is unaffected. Every rank must set the same value. */
+void lt_dist_set_sync_bn(bool on);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,13 @@
  *   dw,db nn_batch_norm_backward_params(g, x, stats, rmean, rvar, eps) ->
  *         (2, C) [grad_weight; grad_bias]: lt_select(r, 0, 0) / (r, 0, 1)
  *
+ * synchronized batch norm (nn_sync_bn.c): with lt_dist_set_sync_bn(true)
+ *   in a world of several ranks, training-mode batch statistics are the
+ *   global batch's: nn_bn_global_stats(BN_STATS, dtype) feeds BN_APPLY,
+ *   whose ia gains a 4th entry, 1 (sync); its backward is
+ *   nn_sync_bn_backward(g, x, w, stats, eps, &dx, &r): dx through the global
+ *   sums, r the local (2, C) [grad_weight; grad_bias].
+ *
  * linear  lt_linear(x, w, bias)   x (..., K), w (O, K), bias (O) -> (..., O)
  *   node  LINEAR (x, w[, bias])
  *   saves x, w
@@ -193,5 +200,11 @@ lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, d
 lt_tensor *nn_attention_backward(lt_tensor *grad_out, lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *out,
                                  bool causal, double scale, double dropout_p, double seed);
 lt_tensor *nn_total_norm(int n, lt_tensor *const *tensors);
+
+/* Synchronized batch norm (nn_sync_bn.c); g_sync_bn: lt_dist_set_sync_bn. */
+extern int g_sync_bn;
+lt_tensor *nn_bn_global_stats(lt_tensor *stats, lt_dtype dt);
+int nn_sync_bn_backward(lt_tensor *g, lt_tensor *x, lt_tensor *w, lt_tensor *stats, double eps, lt_tensor **dx,
+                        lt_tensor **params);
 
 #endif

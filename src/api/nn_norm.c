@@ -79,6 +79,9 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     if (training && running_mean && (running_mean->overlaps || running_var->overlaps))
         return err_set(LT_ERR_STATE, "%s: running stats ('running_mean', 'running_var') are written in place and must not be an expanded view", fn);
     int batch = training || !running_mean;
+    /* Synchronized batch norm (nn_sync_bn.c): the global batch's statistics. */
+    int sync = training && g_sync_bn && dist_world() > 1;
+    lt_tensor *gst = NULL;
     ir_node *xv = func_value(x), *st = NULL;
     if (!xv) return NULL;
     ir_node *in[5] = {xv};
@@ -86,18 +89,25 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     if (batch) {
         int64_t sshape[2] = {2, C};
         if (!(st = ir_new(LT_OP_BN_STATS, pd, 2, sshape, 1, &xv, 0, NULL, 0, NULL))) return NULL;
+        if (sync) {
+            lt_tensor *lst = func_new(st);
+            gst = lst ? nn_bn_global_stats(lst, pd) : NULL;
+            lt_free(lst);
+            if (!gst || !(st = func_value(gst))) return lt_free(gst), NULL;
+        }
         in[nin++] = st;
     } else if (!(in[nin++] = func_value(running_mean)) || !(in[nin++] = func_value(running_var))) {
         return NULL;
     }
     if ((weight && !(in[nin++] = func_value(weight))) || (bias && !(in[nin++] = func_value(bias)))) return NULL;
-    int64_t ia[3] = {batch, weight != NULL, bias != NULL};
-    ir_node *yn = ir_new(LT_OP_BN_APPLY, (lt_dtype)x->dtype, x->ndim, x->shape, nin, in, 3, ia, 1, &eps);
+    int64_t ia[4] = {batch, weight != NULL, bias != NULL, 1};
+    ir_node *yn = ir_new(LT_OP_BN_APPLY, (lt_dtype)x->dtype, x->ndim, x->shape, nin, in, sync ? 4 : 3, ia, 1, &eps);
+    lt_free(gst); /* its value lives on in the nodes that read it */
     if (!yn) return NULL;
     if (training && running_mean) {
         /* rows of the stats as (C) values; the running variance is unbiased (PyTorch) */
         int64_t row[2][2] = {{1, 0}, {1, C}};
-        double bessel = (double)cnt / (double)(cnt - 1);
+        double n = (double)cnt * (sync ? dist_world() : 1), bessel = n / (n - 1);
         ir_node *mr = ir_new(LT_OP_AS_STRIDED, pd, 1, &C, 1, &st, 2, row[0], 0, NULL);
         ir_node *vr = ir_new(LT_OP_AS_STRIDED, pd, 1, &C, 1, &st, 2, row[1], 0, NULL);
         ir_node *vu = vr ? ir_new(LT_OP_MUL_SCALAR, pd, 1, &C, 1, &vr, 0, NULL, 1, &bessel) : NULL;

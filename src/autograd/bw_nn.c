@@ -38,8 +38,16 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         int b = (int)ia[0], wi = bn_w(ia), bi = wi + (int)ia[1];
         lt_tensor *stats = b ? SAVED(1) : NULL, *rm = b ? NULL : SAVED(1), *rv = b ? NULL : SAVED(2);
         lt_tensor *w = ia[1] ? (b ? SAVED(2) : f->saved[4]) : NULL;
-        if (NEED(0)) gi[0] = nn_batch_norm_backward_input(g, SAVED(0), w, stats, rm, rv, f->sc[0]);
         int nw = ia[1] && NEED(wi), nb = ia[2] && NEED(bi);
+        if (f->nia > 3 && ia[3]) { /* synchronized over the ranks (nn_sync_bn.c) */
+            lt_tensor *r = NULL;
+            nn_sync_bn_backward(g, SAVED(0), w, stats, f->sc[0], NEED(0) ? &gi[0] : NULL, &r);
+            K(r);
+            if (nw) gi[wi] = lt_select(r, 0, 0);
+            if (nb) gi[bi] = lt_select(r, 0, 1);
+            break;
+        }
+        if (NEED(0)) gi[0] = nn_batch_norm_backward_input(g, SAVED(0), w, stats, rm, rv, f->sc[0]);
         if (nw || nb) {
             lt_tensor *r = K(nn_batch_norm_backward_params(g, SAVED(0), stats, rm, rv, f->sc[0]));
             if (nw) gi[wi] = lt_select(r, 0, 0);
