@@ -117,9 +117,13 @@ static int finish(cpu_dnnl *d, dnnl_primitive_desc_t pd, int n, const int *args,
     return rc;
 }
 
-static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_format_tag_t tag) {
+/* Our float dtypes as oneDNN's: bfloat16 convolutions and pooling run on
+ * its avx512_core_bf16 kernels (accumulating in float32), or emulated. */
+static dnnl_data_type_t dt_of(const gnode *v) { return v->dtype == LT_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
     dnnl_dims_t dims = {s[0], s[1], s[2], s[3]};
-    dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(md, 4, dims, dt, tag);
 }
 
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
@@ -134,27 +138,29 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     if (y->op == LT_OP_CONV2D_BWD_INPUT) xs = y->shape, os = a0->shape, xv = self, ov = y->in[0];
     if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape, xv = y->in[1], ov = y->in[0];
     int64_t G = ia[6];
+    int32_t wv = y->op == LT_OP_CONV2D_BWD_WEIGHT ? self : y->in[1];
+    dnnl_data_type_t xt = dt_of(&g->nodes[xv]), wt = dt_of(&g->nodes[wv]), ot = dt_of(&g->nodes[ov]);
     dnnl_memory_desc_t xu, wu, ou, bu, xa, wa, oa;
-    md4(&xu, xs, blk[xv] ? dnnl_aBcd16b : dnnl_nchw);
-    md4(&ou, os, blk[ov] ? dnnl_aBcd16b : dnnl_nchw);
-    md4(&xa, xs, dnnl_format_tag_any);
-    md4(&oa, os, dnnl_format_tag_any);
+    md4(&xu, xs, xt, blk[xv] ? dnnl_aBcd16b : dnnl_nchw);
+    md4(&ou, os, ot, blk[ov] ? dnnl_aBcd16b : dnnl_nchw);
+    md4(&xa, xs, xt, dnnl_format_tag_any);
+    md4(&oa, os, ot, dnnl_format_tag_any);
     if (G > 1) {
         dnnl_dims_t wd = {G, ws[0] / G, ws[1], ws[2], ws[3]};
-        dnnl_memory_desc_init_by_tag(&wu, 5, wd, dnnl_f32, dnnl_goihw);
-        dnnl_memory_desc_init_by_tag(&wa, 5, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&wu, 5, wd, wt, dnnl_goihw);
+        dnnl_memory_desc_init_by_tag(&wa, 5, wd, wt, dnnl_format_tag_any);
     } else {
-        md4(&wu, ws, dnnl_oihw);
-        md4(&wa, ws, dnnl_format_tag_any);
+        md4(&wu, ws, wt, dnnl_oihw);
+        md4(&wa, ws, wt, dnnl_format_tag_any);
     }
     dnnl_dims_t bd = {ws[0]};
-    dnnl_memory_desc_init_by_tag(&bu, 1, bd, dnnl_f32, dnnl_x);
+    int bias = y->op == LT_OP_CONV2D && y->nin == 3;
+    dnnl_memory_desc_init_by_tag(&bu, 1, bd, bias ? dt_of(&g->nodes[y->in[2]]) : dnnl_f32, dnnl_x);
     /* The right padding that makes oneDNN's size rule give our output size
      * (negative when the last window stops short of the image's end). */
     dnnl_dims_t str = {ia[0], ia[1]}, dil = {ia[4] - 1, ia[5] - 1}, pl = {ia[2], ia[3]};
     dnnl_dims_t pr = {(os[2] - 1) * ia[0] + (ws[2] - 1) * ia[4] + 1 - xs[2] - ia[2],
                       (os[3] - 1) * ia[1] + (ws[3] - 1) * ia[5] + 1 - xs[3] - ia[3]};
-    int bias = y->op == LT_OP_CONV2D && y->nin == 3;
     dnnl_convolution_desc_t fd, bdsc;
     if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
                                                    bias ? &bu : NULL, &oa, str, dil, pl, pr) != dnnl_success)
@@ -194,8 +200,8 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     const int64_t *ia = y->ia, *xs = y->op == LT_OP_AVG_POOL2D_BWD ? y->shape : x->shape;
     const int64_t *os = y->op == LT_OP_AVG_POOL2D_BWD ? x->shape : y->shape;
     dnnl_memory_desc_t xu, ou;
-    md4(&xu, xs, dnnl_nchw);
-    md4(&ou, os, dnnl_nchw);
+    md4(&xu, xs, dt_of(x), dnnl_nchw); /* pooling keeps one dtype (all_float) */
+    md4(&ou, os, dt_of(x), dnnl_nchw);
     dnnl_dims_t k = {ia[0], ia[1]}, str = {ia[2], ia[3]}, pl = {ia[4], ia[5]};
     dnnl_dims_t pr = {(os[2] - 1) * ia[2] + ia[0] - xs[2] - ia[4], (os[3] - 1) * ia[3] + ia[1] - xs[3] - ia[5]};
     dnnl_alg_kind_t alg = dnnl_pooling_avg_include_padding;
@@ -217,22 +223,24 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     return finish(d, pd, 2, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC}, (int[]){0, -1}, u);
 }
 
-static int all_f32(const exec_graph *g, const gnode *y) {
-    if (y->dtype != LT_F32 || y->numel == 0) return 0;
+/* Every operand and the output of dtype dt (float32 or bfloat16), none empty. */
+static int all_of(const exec_graph *g, const gnode *y, int dt) {
+    if (y->dtype != dt || y->numel == 0) return 0;
     for (int i = 0; i < y->nin; i++) {
         const gnode *x = &g->nodes[y->in[i]];
-        if (x->dtype != LT_F32 || x->numel == 0) return 0;
+        if (x->dtype != dt || x->numel == 0) return 0;
     }
     return 1;
 }
+static int all_float(const exec_graph *g, const gnode *y) { return all_of(g, y, LT_F32) || all_of(g, y, LT_BF16); }
 
 int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
     int conv = y->op == LT_OP_CONV2D || y->op == LT_OP_CONV2D_BWD_INPUT || y->op == LT_OP_CONV2D_BWD_WEIGHT;
-    return conv && all_f32(g, y) && dnnl_ready();
+    return conv && all_float(g, y) && dnnl_ready();
 }
 
 cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
-    if (!all_f32(g, y)) return NULL;
+    if (!all_float(g, y) || (y->op == LT_OP_LINEAR && !all_of(g, y, LT_F32))) return NULL;
     int kind;
     switch (y->op) {
     case LT_OP_CONV2D:

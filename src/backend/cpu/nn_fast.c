@@ -1,4 +1,4 @@
-/* Fast float32 C kernels for the NN ops whose IR split does not map onto a
+/* Fast float32 C kernels (batch norm: also bfloat16 activations) for the NN ops whose IR split does not map onto a
  * oneDNN primitive (DESIGN 6): max pooling (oneDNN's backward wants the
  * forward's workspace, so we recompute the argmax, as the reference does;
  * oneDNN's forward drops NaNs, PyTorch's propagates them; the blocked-layout
@@ -8,6 +8,7 @@
  * planes or channels; sums of a contiguous run in float (vectorized), runs
  * accumulated in double. Same semantics as src/backend/ref/ref_nn_*.c. */
 #include "cpu.h"
+#include "simd.h"
 
 #include <math.h>
 
@@ -100,26 +101,6 @@ static bn_geom bn_geom_of(const gnode *x) {
     return b;
 }
 
-/* Per channel c: s[0] = sum(a - m), s[1] = sum((a - m) * (b - m2)) with b
- * NULL meaning b = a (variance): the shapes of every BN reduction. */
-static void chan_sums(bn_geom b, int64_t c, const float *a, const float *bb, float m, float m2, double *s) {
-    double s0 = 0, s1 = 0;
-    for (int64_t n = 0; n < b.N; n++) {
-        const float *ap = a + (n * b.C + c) * b.inner, *bp = bb ? bb + (n * b.C + c) * b.inner : ap;
-        float r0 = 0, r1 = 0;
-        /* simd reduction: lets the compiler reorder the float sums (vectorize) without -ffast-math */
-#pragma omp simd reduction(+ : r0, r1)
-        for (int64_t k = 0; k < b.inner; k++) {
-            r0 += ap[k] - m;
-            r1 += (ap[k] - m) * (bp[k] - m2);
-        }
-        s0 += r0;
-        s1 += r1;
-    }
-    s[0] = s0;
-    s[1] = s1;
-}
-
 /* The statistics at operand `first`: (2, C) batch stats or rmean, rvar. */
 typedef struct bn_stats {
     const float *m, *v;
@@ -132,96 +113,80 @@ static bn_stats stats_at(void *const *in, int first, int batch, int64_t C) {
     return (bn_stats){s, in[first + 1], first + 2};
 }
 
-/* BN_STATS: (2, C) [mean; biased var], two passes: a float mean m, then
- * sums of (x - m) and (x - m)^2 that correct both for m's error (the first
- * pass sums runs in float: far from zero that is an ulp or two). (One pass
- * shifted by a sample lost up to (mean - K)^2 / var ulps where the sample
- * sat far from the mean: enough to move a 20-step ResNet-20 run off
- * PyTorch's losses by 5e-4.) No data: NaN, as 0/0. */
-static void bn_stats_run(const gnode *x, const float *xs, float *out, int blocked) {
+/* The loops once for float activations and once for bfloat16 ones
+ * (bn_plain_body.h); statistics and parameters are float32 in both. */
+#define A float
+#define LD(v) (v)
+#define ST(f) (f)
+#define FN(x) x##_f32
+#include "bn_plain_body.h"
+#undef A
+#undef LD
+#undef ST
+#undef FN
+#define A uint16_t
+#define LD(v) bf16_to_f32(v)
+#define ST(f) bf16_from_f32(f)
+#define FN(x) x##_bf16
+#include "bn_plain_body.h"
+#undef A
+#undef LD
+#undef ST
+#undef FN
+
+static void bn_stats_run(const gnode *x, const void *xs, float *out, int blocked) {
     bn_geom b = bn_geom_of(x);
-    if (blocked) {
-        bn_blk_stats(b, xs, out);
-        return;
-    }
-    double cnt = (double)(b.N * b.inner);
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < b.C; c++) {
-        double s[2];
-        chan_sums(b, c, xs, NULL, 0, 0, s);
-        float m = (float)(s[0] / cnt);
-        chan_sums(b, c, xs, NULL, m, m, s);
-        double d = s[0]; /* sum(x - m): what m missed */
-        out[c] = (float)((double)m + d / cnt);
-        out[b.C + c] = (float)((s[1] - d * d / cnt) / cnt);
-    }
+    if (blocked) bn_blk_stats(b, xs, out);
+    else if (x->dtype == LT_BF16) bn_stats_bf16(b, xs, out);
+    else bn_stats_f32(b, xs, out);
 }
 
 /* BN_APPLY (x, stats | rmean, rvar, [w], [b]); ia [batch, has_w, has_b]; sc [eps]. */
-static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, float *out, int blocked) {
+static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, void *out, int blocked) {
     bn_geom b = bn_geom_of(x);
     bn_stats st = stats_at(in, 1, (int)y->ia[0], b.C);
-    const float *xs = in[0], *w = y->ia[1] ? in[st.next] : NULL, *bias = y->ia[2] ? in[st.next + (w != NULL)] : NULL;
-    if (blocked) {
-        bn_blk_apply(b, xs, st.m, st.v, w, bias, eps, out);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t nc = 0; nc < b.N * b.C; nc++) {
-        int64_t c = nc % b.C;
-        double is = 1.0 / sqrt((double)st.v[c] + eps);
-        /* (x - m) * sc + bias, not x * sc + (bias - m * sc): far from zero
-         * with a small variance the second cancels (x * sc ~ 1e3, 1e-4 off) */
-        float sc = (float)(is * (w ? w[c] : 1.0)), m = st.m[c], sh = bias ? bias[c] : 0.0f;
-        const float *xp = xs + nc * b.inner;
-        float *yp = out + nc * b.inner;
-        for (int64_t k = 0; k < b.inner; k++) yp[k] = (xp[k] - m) * sc + sh;
-    }
+    const float *w = y->ia[1] ? in[st.next] : NULL, *bias = y->ia[2] ? in[st.next + (w != NULL)] : NULL;
+    if (blocked) bn_blk_apply(b, in[0], st.m, st.v, w, bias, eps, out);
+    else if (x->dtype == LT_BF16) bn_apply_bf16(b, st, in[0], w, bias, eps, out);
+    else bn_apply_f32(b, st, in[0], w, bias, eps, out);
 }
 
 /* BN_BWD_INPUT (g, x, stats | rmean, rvar, [w]) -> dx; ia [batch, has_w].
  * BN_BWD_PARAMS (g, x, stats | rmean, rvar) -> (2, C) [sum(g xhat); sum(g)].
  * batch: dx = w is (g - mean(g) - xhat mean(g xhat)); else dx = w is g.
  * y is either node; dx and sums are the outputs wanted (one may be NULL). */
-static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, float *dx, float *sums,
+static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, void *dx, float *sums,
                        int blocked) {
     bn_geom b = bn_geom_of(x);
     int batch = (int)y->ia[0];
     bn_stats st = stats_at(in, 2, batch, b.C);
-    const float *g = in[0], *xs = in[1], *w = dx && y->ia[1] ? in[st.next] : NULL;
-    if (blocked) {
-        bn_blk_bwd(b, g, xs, st.m, st.v, w, batch, eps, dx, sums);
-        return;
-    }
-    double cnt = (double)(b.N * b.inner);
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < b.C; c++) {
-        double is = 1.0 / sqrt((double)st.v[c] + eps), s[2] = {0, 0};
-        float m = st.m[c];
-        if (batch || sums) chan_sums(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
-        if (sums) {
-            sums[c] = (float)(s[1] * is);
-            sums[b.C + c] = (float)s[0];
-        }
-        if (!dx) continue;
-        float k = (float)((w ? w[c] : 1.0) * is);
-        float mg = (float)(s[0] / cnt), cx = (float)(s[1] * is * is / cnt); /* mean(g), mean(g xhat) * is */
-        for (int64_t n = 0; n < b.N; n++) {
-            const float *gp = g + (n * b.C + c) * b.inner, *xp = xs + (n * b.C + c) * b.inner;
-            float *dp = dx + (n * b.C + c) * b.inner;
-            if (batch)
-                for (int64_t i = 0; i < b.inner; i++) dp[i] = k * (gp[i] - mg - (xp[i] - m) * cx);
-            else
-                for (int64_t i = 0; i < b.inner; i++) dp[i] = k * gp[i];
-        }
-    }
+    const float *w = dx && y->ia[1] ? in[st.next] : NULL;
+    if (blocked) bn_blk_bwd(b, in[0], in[1], st.m, st.v, w, batch, eps, dx, sums);
+    else if (x->dtype == LT_BF16) bn_bwd_bf16(b, st, batch, in[0], in[1], w, eps, dx, sums);
+    else bn_bwd_f32(b, st, batch, in[0], in[1], w, eps, dx, sums);
+}
+
+/* Batch norm with bfloat16 activations (x, g and the node's output if it
+ * has x's shape) and float32 statistics and parameters: autocast's mixed
+ * batch norm. */
+static int bn_mixed(const exec_graph *g, const gnode *y) {
+    int nact = y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2;
+    int out_act = y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT;
+    if (y->dtype != (out_act ? LT_BF16 : LT_F32)) return 0;
+    for (int i = 0; i < y->nin; i++)
+        if (g->nodes[y->in[i]].dtype != (i < nact ? LT_BF16 : LT_F32)) return 0;
+    return 1;
 }
 
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
-    if (y->dtype != LT_F32) return -1;
-    for (int i = 0; i < y->nin; i++)
-        if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
     const gnode *a0 = &g->nodes[y->in[0]];
+    int bn = y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT ||
+             y->op == LT_OP_BN_BWD_PARAMS;
+    if (!(bn && !blocked && bn_mixed(g, y))) { /* else every operand float32 */
+        if (y->dtype != LT_F32) return -1;
+        for (int i = 0; i < y->nin; i++)
+            if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
+    }
     switch ((enum lt_op)y->op) {
     case LT_OP_MAX_POOL2D:
         if (blocked) pool_blk_max(a0->shape, y->shape, y->ia, in[0], out);

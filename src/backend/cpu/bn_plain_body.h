@@ -1,0 +1,87 @@
+/* Batch norm on plain (N, C, *) activations of type A: channel c of sample
+ * n is the run of `inner` values at (n * C + c) * inner. Included by
+ * nn_fast.c once per activation type: A float (LD, ST the identity) and A
+ * uint16_t (bfloat16: autocast's activations, LD widens, ST rounds), with
+ * FN(name) naming the copy. Statistics and parameters are float32 and the
+ * math is float32 with runs summed in double either way. */
+
+/* Per channel c: s[0] = sum(a - m), s[1] = sum((a - m) * (b - m2)) with b
+ * NULL meaning b = a (variance): the shapes of every BN reduction. */
+static void FN(chan_sums)(bn_geom b, int64_t c, const A *a, const A *bb, float m, float m2, double *s) {
+    double s0 = 0, s1 = 0;
+    for (int64_t n = 0; n < b.N; n++) {
+        const A *ap = a + (n * b.C + c) * b.inner, *bp = bb ? bb + (n * b.C + c) * b.inner : ap;
+        float r0 = 0, r1 = 0;
+        /* simd reduction: lets the compiler reorder the float sums (vectorize) without -ffast-math */
+#pragma omp simd reduction(+ : r0, r1)
+        for (int64_t k = 0; k < b.inner; k++) {
+            r0 += LD(ap[k]) - m;
+            r1 += (LD(ap[k]) - m) * (LD(bp[k]) - m2);
+        }
+        s0 += r0;
+        s1 += r1;
+    }
+    s[0] = s0;
+    s[1] = s1;
+}
+
+/* BN_STATS: (2, C) [mean; biased var], two passes: a float mean m, then
+ * sums of (x - m) and (x - m)^2 that correct both for m's error (the first
+ * pass sums runs in float: far from zero that is an ulp or two). (One pass
+ * shifted by a sample lost up to (mean - K)^2 / var ulps where the sample
+ * sat far from the mean: enough to move a 20-step ResNet-20 run off
+ * PyTorch's losses by 5e-4.) No data: NaN, as 0/0. */
+static void FN(bn_stats)(bn_geom b, const A *xs, float *out) {
+    double cnt = (double)(b.N * b.inner);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < b.C; c++) {
+        double s[2];
+        FN(chan_sums)(b, c, xs, NULL, 0, 0, s);
+        float m = (float)(s[0] / cnt);
+        FN(chan_sums)(b, c, xs, NULL, m, m, s);
+        double d = s[0]; /* sum(x - m): what m missed */
+        out[c] = (float)((double)m + d / cnt);
+        out[b.C + c] = (float)((s[1] - d * d / cnt) / cnt);
+    }
+}
+
+static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, const float *bias, double eps, A *out) {
+#pragma omp parallel for schedule(static)
+    for (int64_t nc = 0; nc < b.N * b.C; nc++) {
+        int64_t c = nc % b.C;
+        double is = 1.0 / sqrt((double)st.v[c] + eps);
+        /* (x - m) * sc + bias, not x * sc + (bias - m * sc): far from zero
+         * with a small variance the second cancels (x * sc ~ 1e3, 1e-4 off) */
+        float sc = (float)(is * (w ? w[c] : 1.0)), m = st.m[c], sh = bias ? bias[c] : 0.0f;
+        const A *xp = xs + nc * b.inner;
+        A *yp = out + nc * b.inner;
+        OMP_SIMD for (int64_t k = 0; k < b.inner; k++) yp[k] = ST((LD(xp[k]) - m) * sc + sh);
+    }
+}
+
+/* dx and sums as bn_bwd_run (nn_fast.c) describes; either may be NULL. */
+static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, const A *g, const A *xs, const float *w, double eps, A *dx,
+                       float *sums) {
+    double cnt = (double)(b.N * b.inner);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < b.C; c++) {
+        double is = 1.0 / sqrt((double)st.v[c] + eps), s[2] = {0, 0};
+        float m = st.m[c];
+        if (batch || sums) FN(chan_sums)(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
+        if (sums) {
+            sums[c] = (float)(s[1] * is);
+            sums[b.C + c] = (float)s[0];
+        }
+        if (!dx) continue;
+        float k = (float)((w ? w[c] : 1.0) * is);
+        float mg = (float)(s[0] / cnt), cx = (float)(s[1] * is * is / cnt); /* mean(g), mean(g xhat) * is */
+        for (int64_t n = 0; n < b.N; n++) {
+            const A *gp = g + (n * b.C + c) * b.inner, *xp = xs + (n * b.C + c) * b.inner;
+            A *dp = dx + (n * b.C + c) * b.inner;
+            if (batch)
+                OMP_SIMD for (int64_t i = 0; i < b.inner; i++) dp[i] = ST(k * (LD(gp[i]) - mg - (LD(xp[i]) - m) * cx));
+            else
+                OMP_SIMD for (int64_t i = 0; i < b.inner; i++) dp[i] = ST(k * LD(gp[i]));
+        }
+    }
+}
