@@ -15,6 +15,8 @@
 #define jlosses cli_jlosses
 #define tmp cli_tmp
 
+#include "data/image.h"
+
 static bool json_object(const char *js) {
     const char *a = strchr(js, '{'), *b = strrchr(js, '}');
     return a && b && b > a && !strchr(b + 1, '{');
@@ -139,6 +141,55 @@ TEST(fake_eval_defaults) {
               "no evaluation progress over 63 batches: %s", out);
 }
 
+/* An image folder written here (2 classes of flat PNGs, one broken file):
+ * train with the threaded loader, the report's data fields, bench-data,
+ * and the errors about the layout. */
+TEST(imagefolder_end_to_end) {
+    if (!img_have(IMG_PNG)) {
+        printf("  skipped: PNG support not built\n");
+        return;
+    }
+    static char out[1 << 16];
+    char p[512];
+    uint8_t px[16 * 16 * 3];
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < 2; c++) {
+            snprintf(p, sizeof p, "mkdir -p %s/img/%s/class%d", tmp, split ? "val" : "train", c);
+            CHECK(system(p) == 0);
+            for (int i = 0; i < 6; i++) {
+                for (size_t k = 0; k < sizeof px; k++) px[k] = (uint8_t)(c ? 200 - k % 7 : 30 + k % 5 + i);
+                snprintf(p, sizeof p, "%s/img/%s/class%d/%d.png", tmp, split ? "val" : "train", c, i);
+                FILE *f = fopen(p, "wb");
+                char msg[IMG_MSG];
+                CHECK(f && !img_png_write(f, px, 16, 16, 3, msg));
+                if (f) fclose(f);
+            }
+        }
+    snprintf(p, sizeof p, "%s/img/train/class1/broken.png", tmp);
+    FILE *f = fopen(p, "wb");
+    if (f) fputs("not a png", f), fclose(f);
+    CHECK(run(out, sizeof out, false,
+              "train --data imagefolder --data-dir %s/img --image-size 12 --batch-size 4 --steps 6 --workers 2 "
+              "--augment --report json", tmp) == 0);
+    CHECK_MSG(jnum(out, "steps") == 6 && isfinite(jnum(out, "final_loss")) && jnum(out, "images_skipped") == 1 &&
+                  jnum(out, "data_wait_ms_per_step") >= 0 && jnum(out, "decode_images_per_sec") > 0,
+              "imagefolder run: %s", out);
+    CHECK_MSG(jnum(out, "test_accuracy") >= 0, "no evaluation on val/: %s", out);
+    CHECK(run(out, sizeof out, true, "train --data imagefolder --data-dir %s/img --batch-size 4 --steps 2 --bad-images fail", tmp) == 1);
+    CHECK_MSG(strstr(out, "broken.png"), "fail mode does not name the file: %s", out);
+    CHECK(run(out, sizeof out, false, "bench-data --data-dir %s/img --image-size 12 --batch-size 4 --steps 4 --report json",
+              tmp) == 0);
+    CHECK_MSG(jnum(out, "images_per_sec") > 0 && jnum(out, "images") == 16, "bench-data: %s", out);
+    CHECK(run(out, sizeof out, true, "train --data imagefolder") == 1 && strstr(out, "--data-dir"));
+    CHECK(run(out, sizeof out, true, "train --data imagefolder --data-dir %s", tmp) == 1 &&
+          strstr(out, "cannot read directory"));
+    snprintf(p, sizeof p, "mkdir -p %s/noclass/train", tmp);
+    CHECK(system(p) == 0);
+    CHECK(run(out, sizeof out, true, "train --data imagefolder --data-dir %s/noclass", tmp) == 1 &&
+          strstr(out, "no class folders"));
+    CHECK(run(out, sizeof out, true, "train --data imagefolder --data-dir %s/img --mean 1,2", tmp) == 1);
+}
+
 int main(int argc, char **argv) {
     if (cli_setup(argc > 1 ? argv[1] : NULL, "lt_test_cli")) return 1;
     RUN(missing_data_and_help);
@@ -147,6 +198,7 @@ int main(int argc, char **argv) {
     RUN(resume_continues_curve);
     RUN(plot_svg);
     RUN(fake_eval_defaults);
+    RUN(imagefolder_end_to_end);
     cli_cleanup();
     return h_report();
 }

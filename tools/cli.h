@@ -39,6 +39,14 @@ typedef struct cli_opts {
     int64_t log_every;        /* non-terminal progress: a line every N steps */
     bool quiet;               /* no progress or summary (bench runs) */
     const char *precision;    /* fp32 | bf16 (autocast: bf16 convolutions and matmuls, fp32 master weights) */
+    /* --data imagefolder (batches.c) */
+    int channels;             /* 0: 3 */
+    const char *mean, *std;   /* "x" or "x,y,z"; NULL: ImageNet's */
+    int workers;              /* decoder threads; -1: the cores */
+    int prefetch;             /* batches decoded ahead; 0: 2 */
+    int resize;               /* evaluation Resize(short side); -1: size*256/224, 0: none */
+    const char *bad_images;   /* skip | fail */
+    const char *out, *format; /* export-images */
 } cli_opts;
 
 /* Exit statuses (--help lists them). */
@@ -84,6 +92,7 @@ typedef struct run_stats {
     double first_loss, final_loss, test_acc;
     double uncached, cached, peak_bytes;
     bool interrupted;                 /* stopped by SIGINT/SIGTERM */
+    int64_t images_skipped, images_decoded; /* image folders */
 } run_stats;
 
 /* train.c */
@@ -93,6 +102,10 @@ void stats_free(run_stats *st);
 
 /* bench.c */
 int cmd_bench(const cli_opts *o);
+/* bench_data.c: the loader alone (training transforms, no model) */
+int cmd_bench_data(const cli_opts *o);
+/* export.c */
+int cmd_export_images(const cli_opts *o);
 
 /* progress.c */
 typedef struct progress {

@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
         opts_help(stdout, NULL);
         return CLI_OK;
     }
-    if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "bench") && strcmp(cmd, "demo")) {
+    if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "bench") && strcmp(cmd, "demo") &&
+        strcmp(cmd, "bench-data") && strcmp(cmd, "export-images")) {
         fprintf(stderr, "lazytensor: unknown command '%s' (try --help)\n", cmd);
         return CLI_USAGE;
     }
@@ -63,6 +64,8 @@ int main(int argc, char **argv) {
     if (opts_apply_env(&o)) return CLI_FAILED;
     if (!strcmp(cmd, "demo")) return demo();
     if (!strcmp(cmd, "bench")) return cmd_bench(&o);
+    if (!strcmp(cmd, "bench-data")) return cmd_bench_data(&o);
+    if (!strcmp(cmd, "export-images")) return cmd_export_images(&o);
     if (!strcmp(cmd, "eval")) return cmd_eval(&o);
     interrupt_install();
     return cmd_train(&o, NULL);

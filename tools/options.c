@@ -27,6 +27,9 @@ void opts_defaults(cli_opts *o) {
     o->eval_batch = 0; /* the training batch: evaluation never needs more memory than training */
     o->log_every = 50;
     o->precision = "fp32";
+    o->workers = -1;
+    o->resize = -1;
+    o->bad_images = "skip";
 }
 
 enum kind { STR, INT, I64, DBL, FLAG, SEED };
@@ -39,10 +42,25 @@ static const struct opt {
 } table[] = {
 #define O(f) offsetof(cli_opts, f)
     {"model", "NAME", STR, O(model), "mlp|resnet20|resnet18|resnet50", "network to train", "resnet20"},
-    {"data", "NAME", STR, O(data), "fashion-mnist|fake", "dataset; fake is generated, needs no files", "fashion-mnist"},
-    {"data-dir", "DIR", STR, O(data_dir), NULL, "Fashion-MNIST directory", DATA_DIR_DEFAULT},
-    {"image-size", "N", INT, O(image_size), NULL, "fake data: image side (fashion-mnist is 28)",
-     "28; 224 for resnet18/50"},
+    {"data", "NAME", STR, O(data), "fashion-mnist|fake|imagefolder",
+     "dataset; fake is generated, needs no files; imagefolder reads DIR/train/<class>/* and DIR/val/<class>/*",
+     "fashion-mnist"},
+    {"data-dir", "DIR", STR, O(data_dir), NULL, "Fashion-MNIST directory, or the image folder", DATA_DIR_DEFAULT},
+    {"image-size", "N", INT, O(image_size), NULL, "fake data and image folders: image side (fashion-mnist is 28)",
+     "28; 224 for resnet18/50 and image folders"},
+    /* image folders */
+    {"channels", "N", INT, O(channels), NULL, "image folders: 3 (RGB) or 1 (luma, as PIL's convert(\"L\"))", "3"},
+    {"mean", "X[,Y,Z]", STR, O(mean), NULL, "image folders: per-channel mean of pixel/255", "ImageNet's"},
+    {"std", "X[,Y,Z]", STR, O(std), NULL, "image folders: per-channel standard deviation", "ImageNet's"},
+    {"workers", "N", INT, O(workers), NULL, "image folders: decoder threads (0: decode on the training thread)",
+     "the cores"},
+    {"prefetch", "N", INT, O(prefetch), NULL, "image folders: batches decoded ahead of the step", "2"},
+    {"resize", "N", INT, O(resize), NULL, "image folders: evaluation resizes the short side to N, then center-crops"
+     " (0: crop only)", "size*256/224"},
+    {"bad-images", "MODE", STR, O(bad_images), "skip|fail", "image folders: a broken file is skipped (counted) or"
+     " ends the run", "skip"},
+    {"out", "DIR", STR, O(out), NULL, "export-images: the ImageFolder tree to write", "none"},
+    {"format", "NAME", STR, O(format), "png|jpeg", "export-images: image format", "png"},
     {"batch-size", "N", I64, O(batch_size), NULL, "training batch size", "128"},
     {"epochs", "N", INT, O(epochs), NULL, "passes over the training set", "1"},
     {"steps", "N", I64, O(steps), NULL, "stop after N optimizer steps in total (overrides --epochs)", "0 = off"},
@@ -56,7 +74,8 @@ static const struct opt {
     {"threads", "N", INT, O(threads), NULL, "worker threads (sets LT_NUM_THREADS)", "0 = all cores"},
     {"eager", NULL, FLAG, O(eager), NULL, "sync after every op (sets LT_EAGER=1)", "off"},
     {"backend", "NAME", STR, O(backend), "ref|cpu", "execution backend (sets LT_BACKEND)", "cpu"},
-    {"augment", NULL, FLAG, O(augment), NULL, "random crop (pad 2) and horizontal flip", "off"},
+    {"augment", NULL, FLAG, O(augment), NULL,
+     "random crop (pad 2) and horizontal flip; image folders: RandomResizedCrop and horizontal flip", "off"},
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
      "all; fake: 1000"},
     {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},
@@ -84,10 +103,13 @@ static const struct {
     const char *cmd, *reads; /* space-separated option names */
 } cmd_reads[] = {
     {"eval", "model data data-dir image-size batch-size seed threads eager backend test-size eval-batch resume trace-file "
-             "metrics report"},
+             "metrics report channels mean std workers prefetch resize bad-images"},
     {"bench", "image-size batch-size steps optimizer lr weight-decay momentum lr-schedule seed threads eager backend "
               "augment trace-file metrics"},
     {"demo", "threads eager backend trace-file metrics"},
+    /* image folders */
+    {"bench-data", "data data-dir image-size batch-size steps seed channels mean std workers prefetch bad-images report"},
+    {"export-images", "data data-dir image-size seed out format"},
 };
 
 static bool word_in(const char *w, const char *list) {
@@ -116,6 +138,8 @@ void opts_help(FILE *f, const char *cmd) {
                "          then evaluate on the test set\n"
                "  eval    evaluate a checkpoint: lazytensor eval --resume PATH [--model ...]\n"
                "  bench   trace-overhead table and a short training benchmark\n"
+               "  bench-data     the image-folder loader alone: lazytensor bench-data --data-dir DIR [--workers N]\n"
+               "  export-images  write a dataset as an image folder: --out DIR --format png|jpeg\n"
                "  demo    a tiny traced loop\n\n"
                "options%s%s (default in brackets):\n",
             cmd ? " of " : "", cmd ? cmd : "");
@@ -230,6 +254,10 @@ int opts_parse(cli_opts *o, int argc, char **argv) {
     }
     if (o->batch_size < 1 || o->epochs < 1 || o->log_every < 1) {
         fprintf(stderr, "lazytensor: --batch-size, --epochs and --log-every must be at least 1\n");
+        return -1;
+    }
+    if ((o->channels && o->channels != 1 && o->channels != 3) || o->workers > 64 || o->prefetch > 64) {
+        fprintf(stderr, "lazytensor: --channels must be 1 or 3, --workers and --prefetch at most 64\n");
         return -1;
     }
     const struct opt *isz = find("image-size");

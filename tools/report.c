@@ -28,6 +28,12 @@ void report_json(FILE *f, const run_stats *st) {
     num(f, "compile_ms_total", st->compile_s * 1e3, ", ");
     num(f, "execute_ms_per_step", per_step(st->exec_s, st->steps), ", ");
     num(f, "data_ms_per_step", per_step(st->data_s, st->steps), ", ");
+    /* the step waited on its batch: data_s is the wait plus the copy in */
+    num(f, "data_wait_ms_per_step", per_step(st->data_s, st->steps), ", ");
+    num(f, "data_wait_fraction", st->wall_s > 0 ? st->data_s / st->wall_s : NAN, ", ");
+    num(f, "decode_images_per_sec", st->images_decoded && st->wall_s > 0 ? (double)st->images_decoded / st->wall_s : NAN,
+        ", ");
+    fprintf(f, "\"images_skipped\": %lld, ", (long long)st->images_skipped);
     count(f, "uncached_compiles", st->uncached, ", ");
     count(f, "cached_compiles", st->cached, ", ");
     num(f, "first_loss", st->first_loss, ", ");
@@ -65,6 +71,9 @@ void report_table(FILE *f, const run_stats *st) {
         fprintf(f, "  %-22s %12.3f ms/step\n  %-22s %12.1f ms/step\n", "trace", per_step(st->trace_s, st->steps),
                 "execute", per_step(st->exec_s, st->steps));
     fprintf(f, "  %-22s %12.0f hits, %.0f misses\n", "compile cache", st->cached, st->uncached);
+    if (st->images_decoded)
+        fprintf(f, "  %-22s %12.0f img/s decoded, %lld bad files skipped\n", "image folder",
+                st->wall_s > 0 ? (double)st->images_decoded / st->wall_s : 0, (long long)st->images_skipped);
     if (isfinite(st->peak_bytes) && st->peak_bytes > 0)
         fprintf(f, "  %-22s %12.1f MiB\n", "peak memory", st->peak_bytes / (1024.0 * 1024.0));
     fflush(f);

@@ -4,6 +4,7 @@
  * data (host batch + lt_from_data), trace (the tracing calls), and the
  * mark_step wall time, split by the library's CompileTime into compile and
  * execute. */
+#include "batches.h"
 #include "net.h"
 
 #include <math.h>
@@ -17,44 +18,6 @@ double cli_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool big_model(const char *m) { return !strcmp(m, "resnet18") || !strcmp(m, "resnet50"); }
-
-/* Opens the train and test sets; *hw etc. describe the images. */
-static int open_data(const cli_opts *o, data_set *tr, data_set *te) {
-    memset(tr, 0, sizeof *tr);
-    memset(te, 0, sizeof *te);
-    if (!strcmp(o->data, "fake")) {
-        bool big = big_model(o->model); /* ImageNet-like for the ImageNet models */
-        int c = big ? 3 : 1, hw = o->image_size ? o->image_size : big ? 224 : 28, classes = big ? 1000 : 10;
-        /* A small test set: fake data is for benchmarking, and 10,000 images at
-         * 224x224 took minutes to evaluate after seconds of training. */
-        if (data_fake_init(tr, 60000, c, hw, classes, o->seed) ||
-            data_fake_init(te, DATA_FAKE_TEST_SIZE, c, hw, classes, o->seed ^ 0x7e57u))
-            goto fail;
-    } else {
-        if (o->image_size && o->image_size != 28) {
-            fprintf(stderr, "lazytensor: --image-size applies to --data fake (Fashion-MNIST is 28x28)\n");
-            return -1;
-        }
-        const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_DIR;
-        if (data_fashion_load(tr, dir, true) || data_fashion_load(te, dir, false)) {
-            int missing = lt_error() == LT_ERR_IO;
-            fprintf(stderr, "lazytensor: %s\n", lt_error_message());
-            if (missing)
-                fprintf(stderr, "lazytensor: Fashion-MNIST is not installed in %s. Install it with:\n"
-                                "    apt-get install dataset-fashion-mnist\n"
-                                "or train on generated data with --data fake\n", dir);
-            data_set_free(tr);
-            return -1;
-        }
-    }
-    if (o->test_size >= 0 && o->test_size < te->n) te->n = o->test_size;
-    return 0;
-fail:
-    fprintf(stderr, "lazytensor: %s\n", lt_error_message());
-    return -1;
-}
-
 static double lr_at(const cli_opts *o, int64_t step, int64_t total) {
     double f = (double)step / (double)(total > 0 ? total : 1);
     if (!strcmp(o->lr_schedule, "step")) return o->lr * (f >= 0.75 ? 0.01 : f >= 0.5 ? 0.1 : 1);
@@ -65,26 +28,24 @@ static double lr_at(const cli_opts *o, int64_t step, int64_t total) {
 /* Test accuracy in percent; NAN when there is nothing to evaluate. The
  * batch follows the training batch unless --eval-batch says otherwise;
  * progress goes to `human` (NULL: quiet). */
-static double evaluate(cli_net *net, const data_set *te, const cli_opts *o, FILE *human) {
+static double evaluate(cli_net *net, cli_batches *te, const cli_opts *o, FILE *human) {
     if (te->n <= 0) return NAN;
-    data_loader l;
-    if (data_loader_init(&l, te, o->eval_batch ? o->eval_batch : o->batch_size, o->seed, false, false)) return NAN;
     progress pg;
-    progress_init(&pg, human, (te->n + l.batch - 1) / l.batch, o->log_every);
+    progress_init(&pg, human, batches_per_epoch(te), o->log_every);
     double correct = 0;
+    int64_t seen = 0;
     for (int64_t b = 0;; b++) {
-        int64_t rows = interrupted() ? 0 : data_loader_fill(&l, 0, b);
-        if (!rows) break;
-        lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
+        lt_tensor *x, *y;
+        int64_t rows = interrupted() ? 0 : batches_next(te, 0, b, &x, &y);
+        if (rows <= 0) break;
         lt_tensor *lg = net_logits(net, x), *am = lt_argmax(lg, 1, false), *eq = lt_eq(am, y);
         lt_tensor *s = lt_sum(eq, 0, NULL, false);
         correct += lt_item(s);
         lt_free(x), lt_free(y), lt_free(lg), lt_free(am), lt_free(eq), lt_free(s);
-        progress_eval(&pg, b + 1, b * l.batch + rows);
+        progress_eval(&pg, b + 1, seen += rows);
     }
     progress_done(&pg);
-    data_loader_free(&l);
-    return lt_error() || interrupted() ? NAN : 100.0 * correct / (double)te->n;
+    return lt_error() || interrupted() ? NAN : 100.0 * correct / (double)seen;
 }
 
 void stats_free(run_stats *st) {
@@ -97,11 +58,9 @@ void stats_free(run_stats *st) {
 
 /* Steps first_step..total-1, each epoch's end evaluated; stops early, with
  * st->interrupted, when a signal arrived. */
-static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const data_set *te, run_stats *st,
+static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batches *te, run_stats *st,
                       FILE *human, int64_t total) {
-    data_loader l;
-    if (data_loader_init(&l, tr, o->batch_size, o->seed, true, o->augment)) return -1;
-    int64_t nb = data_loader_full_batches(&l), start = st->first_step;
+    int64_t nb = batches_per_epoch(tr), start = st->first_step;
     int64_t n = total - start, nevals = st->nacc + n / nb + 2;
     st->steps_per_epoch = nb;
     st->loss = calloc((size_t)n + 1, sizeof *st->loss);
@@ -109,7 +68,7 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
     if (accs) st->acc = accs;
     int64_t *acc_steps = realloc(st->acc_step, (size_t)nevals * sizeof *acc_steps);
     if (acc_steps) st->acc_step = acc_steps;
-    if (!st->loss || !accs || !acc_steps) return data_loader_free(&l), -1;
+    if (!st->loss || !accs || !acc_steps) return -1;
     progress pg;
     progress_init(&pg, human ? stderr : NULL, total, o->log_every);
     double t_run = cli_now(), mark_s = 0, comp_s = 0;
@@ -121,10 +80,10 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
         }
         int64_t epoch = step / nb, b = step % nb;
         double t0 = cli_now();
-        int64_t rows = data_loader_fill(&l, epoch, b);
-        lt_tensor *x = data_loader_x(&l, rows), *y = data_loader_y(&l, rows);
+        lt_tensor *x, *y;
+        int64_t rows = batches_next(tr, epoch, b, &x, &y);
         double t1 = cli_now();
-        lt_tensor *loss = net_step(net, x, y, lr_at(o, step, total));
+        lt_tensor *loss = rows > 0 ? net_step(net, x, y, lr_at(o, step, total)) : NULL;
         if (!loss) { /* nothing to run: a failed trace is not worth a sync */
             fprintf(stderr, "\nlazytensor: step %lld: %s\n", (long long)step, lt_error_message());
             lt_free(x), lt_free(y);
@@ -147,7 +106,7 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
         comp_s += dc;
         st->loss[st->steps++] = lv;
         double el = st->data_s + st->trace_s + mark_s, per = (cli_now() - t_run) / (double)st->steps;
-        progress_update(&pg, step + 1, lv, (double)(st->steps * l.batch) / el, (t2 - t1) * 1e3,
+        progress_update(&pg, step + 1, lv, (double)(st->steps * tr->batch) / el, (t2 - t1) * 1e3,
                         (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
         if (b == nb - 1 || step + 1 == total) { /* end of an epoch, or of the run */
             progress_done(&pg);
@@ -168,8 +127,8 @@ static int train_loop(const cli_opts *o, cli_net *net, const data_set *tr, const
     st->mark_s = mark_s;
     st->compile_s = comp_s;
     st->exec_s = mark_s - comp_s;
-    st->batch = l.batch;
-    data_loader_free(&l);
+    st->batch = tr->batch;
+    batches_stats(tr, &st->images_skipped, &st->images_decoded);
     return rc;
 }
 
@@ -226,9 +185,10 @@ static int check_steps_left(const cli_opts *o, int64_t first_step, int64_t nb, i
 
 int cmd_train(const cli_opts *o, run_stats *out) {
     FILE *human = o->quiet ? NULL : o->report ? stderr : stdout; /* stdout carries only the JSON then */
-    data_set tr, te;
+    cli_batches tr, te;
     run_stats st = {0};
-    if (open_data(o, &tr, &te)) return CLI_FAILED;
+    if (batches_open(&tr, o, true)) return CLI_FAILED;
+    if (batches_open(&te, o, false)) return batches_close(&tr), CLI_FAILED;
     int rc = CLI_OK;
     if (o->batch_size > tr.n) {
         fprintf(stderr, "lazytensor: --batch-size %lld is larger than the training set (%lld images)\n",
@@ -236,13 +196,13 @@ int cmd_train(const cli_opts *o, run_stats *out) {
         rc = CLI_USAGE;
     }
     lt_manual_seed(o->seed);
-    cli_net *net = rc ? NULL : net_create(o, tr.c, tr.h, tr.classes);
+    cli_net *net = rc ? NULL : net_create(o, tr.c, tr.hw, tr.classes);
     if (!rc && !net) rc = CLI_FAILED;
     if (!rc && o->resume) {
         int r = net_load(net, o, o->resume, &st);
         if (r) rc = r == -2 ? CLI_USAGE : CLI_FAILED;
     }
-    int64_t nb = tr.n / o->batch_size, total = o->steps ? o->steps : nb * o->epochs;
+    int64_t nb = batches_per_epoch(&tr), total = o->steps ? o->steps : nb * o->epochs;
     if (!rc && check_steps_left(o, st.first_step, nb, total)) rc = CLI_USAGE;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (!rc && !strcmp(o->precision, "bf16") && !__builtin_cpu_supports("avx512bf16"))
@@ -251,7 +211,7 @@ int cmd_train(const cli_opts *o, run_stats *out) {
 #endif
     if (!rc && human) {
         fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g, %s\n", net_describe(net),
-                o->data, (long long)tr.n, tr.c, tr.h, tr.w, (long long)o->batch_size, o->optimizer, o->lr, o->precision);
+                o->data, (long long)tr.n, tr.c, tr.hw, tr.hw, (long long)o->batch_size, o->optimizer, o->lr, o->precision);
         if (st.first_step) fprintf(human, "resumed from %s at step %lld\n", o->resume, (long long)st.first_step);
     }
     if (!rc) {
@@ -260,8 +220,8 @@ int cmd_train(const cli_opts *o, run_stats *out) {
         else rc = finish(o, net, &st, human);
     }
     net_free(net);
-    data_set_free(&tr);
-    data_set_free(&te);
+    batches_close(&tr);
+    batches_close(&te);
     if (out && !rc) *out = st;
     else stats_free(&st);
     return rc;
@@ -272,9 +232,9 @@ int cmd_eval(const cli_opts *o) {
         fprintf(stderr, "lazytensor: eval needs --resume PATH (a checkpoint written by train --save)\n");
         return CLI_USAGE;
     }
-    data_set tr, te;
-    if (open_data(o, &tr, &te)) return 1;
-    cli_net *net = net_create(o, te.c, te.h, te.classes);
+    cli_batches te;
+    if (batches_open(&te, o, false)) return CLI_FAILED;
+    cli_net *net = net_create(o, te.c, te.hw, te.classes);
     run_stats ck = {0};
     int r = net ? net_load(net, o, o->resume, &ck) : -1;
     int rc = r == -2 ? CLI_USAGE : r ? CLI_FAILED : CLI_OK;
@@ -294,7 +254,6 @@ int cmd_eval(const cli_opts *o) {
         }
     }
     net_free(net);
-    data_set_free(&tr);
-    data_set_free(&te);
+    batches_close(&te);
     return rc;
 }

@@ -58,6 +58,10 @@ int img_jpeg_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[
 void img_jpeg_close(img *im); /* frees the TurboJPEG handle */
 int img_png_header(img *im, const uint8_t *buf, size_t n, int *w, int *h, char msg[IMG_MSG]);
 int img_png_decode(const uint8_t *buf, size_t n, img *out, char msg[IMG_MSG]);
+/* Encoders (for `lazytensor export-images` and tests): w x h pixels of ch
+ * (1: gray, 3: RGB) bytes to an open file. 0, or -1 with a reason. */
+int img_png_write(FILE *f, const uint8_t *px, int w, int h, int ch, char msg[IMG_MSG]);
+int img_jpeg_write(FILE *f, const uint8_t *px, int w, int h, int ch, int quality, char msg[IMG_MSG]);
 /* Grows im->px to w*h*3 bytes; -1 on allocation failure. */
 int img_reserve(img *im, int w, int h);
 

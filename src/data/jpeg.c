@@ -97,6 +97,19 @@ int img_jpeg_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[
     return 0;
 }
 
+int img_jpeg_write(FILE *f, const uint8_t *px, int w, int h, int ch, int quality, char msg[IMG_MSG]) {
+    tjhandle tj = tjInitCompress();
+    unsigned char *out = NULL;
+    unsigned long n = 0;
+    int rc = !tj || tjCompress2(tj, px, w, 0, h, ch == 1 ? TJPF_GRAY : TJPF_RGB, &out, &n,
+                                ch == 1 ? TJSAMP_GRAY : TJSAMP_420, quality, 0);
+    if (rc) snprintf(msg, IMG_MSG, "JPEG: %s", tjGetErrorStr2(tj));
+    else if (fwrite(out, 1, n, f) != n) snprintf(msg, IMG_MSG, "write failed"), rc = 1;
+    tjFree(out);
+    if (tj) tjDestroy(tj);
+    return rc ? -1 : 0;
+}
+
 #else /* built without TurboJPEG: img_probe refuses JPEGs before these */
 
 void img_jpeg_close(img *im) { (void)im; }
@@ -108,5 +121,9 @@ int img_jpeg_header(img *im, const uint8_t *buf, size_t n, int *w, int *h, char 
 int img_jpeg_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[IMG_MSG]) {
     (void)denom;
     return img_jpeg_header(out, buf, n, NULL, NULL, msg);
+}
+int img_jpeg_write(FILE *f, const uint8_t *px, int w, int h, int ch, int quality, char msg[IMG_MSG]) {
+    (void)f, (void)px, (void)ch, (void)quality;
+    return img_jpeg_header(NULL, NULL, 0, &w, &h, msg);
 }
 #endif
