@@ -73,6 +73,7 @@ static int open_folder(cli_batches *b, const cli_opts *o, bool train) {
         return -1;
     }
     if (!train) thin(&b->folder, o->test_size);
+    if (!b->folder.n) return 0; /* --test-size 0: nothing to decode */
     int size = o->image_size ? o->image_size : 224, c = o->channels ? o->channels : 3;
     data_floader_cfg cfg = {
         .batch = train ? o->batch_size : o->eval_batch ? o->eval_batch : o->batch_size,
