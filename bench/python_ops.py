@@ -5,27 +5,25 @@ through a view x[0:32].lerp_(g, 0.1), and out-of-place torch.lerp.
     PYTHONPATH=build/python /usr/bin/python3 bench/python_ops.py [ops-per-rep]
 
 lazytensor only records each op (one IR node); the sync that runs the chain
-is timed apart. Medians of 7 repetitions."""
+is timed apart. The cases alternate between the two libraries in every
+repetition; the table shows the minimum (the least disturbed run on a
+shared machine) and the median of 15 repetitions."""
 import statistics
 import sys
 import time
 
 import lazytensor as lt
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-REPS = 7
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+REPS = 15
 
 
-def timeit(loop, sync=lambda: None):
-    per, syncs = [], []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        loop()
-        t1 = time.perf_counter()
-        sync()
-        per.append((t1 - t0) / N * 1e9)
-        syncs.append((time.perf_counter() - t1) * 1e3)
-    return statistics.median(per), statistics.median(syncs)
+def once(loop, sync):
+    t0 = time.perf_counter()
+    loop()
+    t1 = time.perf_counter()
+    sync()
+    return (t1 - t0) / N * 1e9, (time.perf_counter() - t1) * 1e3
 
 
 def lazy_cases():
@@ -83,21 +81,29 @@ def main():
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-    lazy = {k: timeit(f, lt.mark_step) for k, f in lazy_cases().items()}
-    eager = {k: timeit(f)[0] for k, f in torch_cases(torch).items()} if torch else {}
+    lazy_f, eager_f = lazy_cases(), torch_cases(torch) if torch else {}
+    lazy = {k: [] for k in lazy_f}
+    eager = {k: [] for k in eager_f}
+    for _ in range(REPS):
+        for k in lazy_f:
+            lazy[k].append(once(lazy_f[k], lt.mark_step))
+            if k in eager_f:
+                eager[k].append(once(eager_f[k], lambda: None)[0])
     names = {"inplace": "x.lerp_(g, 0.1), 64 floats", "view": "v.lerp_(g, 0.1), v = x[0:32] made once",
              "view_fresh": "x[0:32].lerp_(g, 0.1) (slice + lerp_)", "outofplace": "lerp(a, b, 0.5), 2x3"}
-    print(f"{N} ops per repetition, median of {REPS}")
-    print(f"| op from Python | lazytensor trace | its sync | PyTorch eager | ratio |")
-    print("|---|---|---|---|---|")
+    print(f"{N} ops per repetition, {REPS} repetitions: min / median ns per op")
+    print("| op from Python | lazytensor trace | PyTorch 1.13 eager | ratio (min) |")
+    print("|---|---|---|---|")
+    mins = {}
     for k, label in names.items():
-        ns, sync = lazy[k]
+        ns = [r[0] for r in lazy[k]]
+        mins[k] = min(ns)
         e = eager.get(k)
-        ratio = f"{ns / e:.2f}x" if e else "-"
-        print(f"| {label} | {ns:.0f} ns | {sync:.1f} ms | {e:.0f} ns | {ratio} |" if e else
-              f"| {label} | {ns:.0f} ns | {sync:.1f} ms | - | - |")
-    print(f"view / plain in place (lazytensor): {lazy['view'][0] / lazy['inplace'][0]:.2f}x; "
-          f"fresh view / plain: {lazy['view_fresh'][0] / lazy['inplace'][0]:.2f}x")
+        et = f"{min(e):.0f} / {statistics.median(e):.0f}" if e else "-"
+        ratio = f"{min(ns) / min(e):.2f}x" if e else "-"
+        print(f"| {label} | {min(ns):.0f} / {statistics.median(ns):.0f} | {et} | {ratio} |")
+    print(f"lazytensor, through a view / plain in place (min): made once {mins['view'] / mins['inplace']:.2f}x, "
+          f"fresh each time {mins['view_fresh'] / mins['inplace']:.2f}x")
 
 
 if __name__ == "__main__":

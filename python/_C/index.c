@@ -17,12 +17,12 @@ static int step(lt_tensor **cur, lt_tensor *r, int index_error) {
 /* A new handle for base[idx]; *copied is set when the result does not alias
  * (an integer tensor index). NULL with a Python exception on error. */
 static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
-    PyObject *tup = PyTuple_Check(idx) ? (Py_INCREF(idx), idx) : PyTuple_Pack(1, idx);
-    if (!tup) return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(tup);
+    /* a tuple's items, or idx alone (no tuple is built for x[0:32]) */
+    PyObject *const *items = PyTuple_Check(idx) ? &PyTuple_GET_ITEM(idx, 0) : &idx;
+    Py_ssize_t n = PyTuple_Check(idx) ? PyTuple_GET_SIZE(idx) : 1;
     int nd = lt_ndim(base), consumed = 0, ellipses = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PyTuple_GET_ITEM(tup, i);
+        PyObject *it = items[i];
         if (it == Py_Ellipsis) ellipses++;
         else if (it != Py_None) consumed++;
     }
@@ -38,7 +38,7 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
     }
     int dim = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PyTuple_GET_ITEM(tup, i);
+        PyObject *it = items[i];
         lt_tensor *h = cur ? cur : base;
         if (it == Py_Ellipsis) {
             dim += nd - consumed;
@@ -81,14 +81,12 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
             goto fail;
         }
     }
-    Py_DECREF(tup);
     if (!cur) { /* t[:] and t[...]: an alias of the whole tensor, as torch */
         cur = nd ? lt_slice(base, 0, 0, lt_shape(base)[0], 1) : lt_view(base, 0, NULL);
         if (!cur) ltpy_raise();
     }
     return cur;
 fail:
-    Py_DECREF(tup);
     lt_free(cur);
     return NULL;
 }
