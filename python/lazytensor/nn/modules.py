@@ -82,6 +82,8 @@ class BatchNorm2d(Module):
             self.register_buffer("running_mean", zeros(num_features))
             self.register_buffer("running_var", ones(num_features))
             self.register_buffer("num_batches_tracked", zeros((), dtype=_C.int64))
+            # the count's increment: one data tensor, as the C layers keep (no scalar tensor per step)
+            object.__setattr__(self, "_one", ones((), dtype=_C.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -100,7 +102,7 @@ class BatchNorm2d(Module):
     def forward(self, x):
         if self.training and self.track_running_stats:
             with no_grad():
-                self.num_batches_tracked += 1
+                self.num_batches_tracked.add_(self._one)
         use_batch = self.training or not self.track_running_stats
         return F.batch_norm(x, self.running_mean if self.track_running_stats else None,
                             self.running_var if self.track_running_stats else None,
