@@ -127,9 +127,13 @@ static void nested_step(lt_tensor *x, lt_tensor *w1, lt_tensor *b1, lt_tensor *w
 
 TEST(long_loop_stays_flat) {
 #if defined(__SANITIZE_ADDRESS__)
-    const int steps = 10000; /* the same loop, shorter under the sanitizers */
+    /* the same loop, shorter; ASan holds freed memory in its quarantine
+     * (256 MiB), so the RSS is not flat there and only LiveTensors is checked */
+    const int steps = 10000;
+    const bool check_rss = false;
 #else
     const int steps = 100000;
+    const bool check_rss = true;
 #endif
     int64_t xs[2] = {4, 8}, w1s[2] = {16, 8}, b1s[1] = {16}, w2s[2] = {4, 16};
     lt_manual_seed(2);
@@ -155,7 +159,7 @@ TEST(long_loop_stays_flat) {
     double live1 = live(), rss1 = rss_mib();
     printf("  %d steps under a scope: LiveTensors %g -> %g, RSS %.1f -> %.1f MiB\n", steps, live0, live1, rss0, rss1);
     CHECK_MSG(live1 == live0, "LiveTensors grew: %g -> %g", live0, live1);
-    CHECK_MSG(rss1 - rss0 < 4, "RSS grew: %.1f -> %.1f MiB", rss0, rss1);
+    CHECK_MSG(!check_rss || rss1 - rss0 < 4, "RSS grew: %.1f -> %.1f MiB", rss0, rss1);
     CHECK_NO_ERR();
     /* one scope around many steps, freeing by hand inside: the scope's
      * record of freed handles is compacted, not grown */

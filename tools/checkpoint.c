@@ -25,8 +25,8 @@ int net_save(cli_net *n, const cli_opts *o, const char *path, const run_stats *s
     const char **an = malloc(sizeof *an * (size_t)(k + 3 + 1));
     lt_tensor **at = malloc(sizeof *at * (size_t)(k + 3 + 1));
     if (k >= 0 && loss && an && at) {
-        memcpy(loss, st->hist, sizeof *loss * (size_t)st->nhist);
-        memcpy(loss + st->nhist, st->loss, sizeof *loss * (size_t)st->steps);
+        if (st->nhist) memcpy(loss, st->hist, sizeof *loss * (size_t)st->nhist);
+        if (st->steps) memcpy(loss + st->nhist, st->loss, sizeof *loss * (size_t)st->steps);
         memcpy(an, names, sizeof *an * (size_t)k);
         memcpy(at, ts, sizeof *at * (size_t)k);
         lt_tensor *run[3] = {vec(loss, LT_F64, nloss), vec(st->acc, LT_F64, st->nacc),
