@@ -15,6 +15,16 @@ static inline double bench_now_ns(void) {
 
 static inline double bench_now_s(void) { return bench_now_ns() * 1e-9; }
 
+/* CPU seconds of the whole process (every thread): on a shared machine a
+ * kernel's CPU time moves much less than its wall time, which waits for
+ * the scheduler. (Run with OMP_WAIT_POLICY=passive so that threads waiting
+ * at a barrier sleep instead of spinning, or the spin counts too.) */
+static inline double bench_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static inline int bench_cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
