@@ -485,12 +485,16 @@ typedef struct nctx {
     int64_t st[2], pad[2], dil[2], k[2], groups, xs[4], ws[4];
     int training, temps; /* temps: batch norm reads computed x and g */
     double eps2;         /* BN_PAIR: the weight gradient's eps */
+    int res;             /* BN_ACT: add g before the relu */
 } nctx;
 
 /* Not an op: dx and the weight/bias gradients of one batch norm in one
  * graph, which the cpu backend computes in one kernel (K_BN_BWD) when their
  * eps agree at run time. */
 #define BN_PAIR (-2)
+/* Not an op: relu(batch_norm(x)) or relu(batch_norm(x) + g), which the cpu
+ * backend runs as one kernel (K_BN_ACT, fuse.c). */
+#define BN_ACT (-3)
 
 static lt_tensor *make_nn(void *p) {
     nctx *c = p;
@@ -511,6 +515,13 @@ static lt_tensor *make_nn(void *p) {
         lt_tensor *dwb = nn_batch_norm_backward_params(c->g, c->x, stats, NULL, NULL, c->eps2);
         lt_tensor *parts[2] = {lt_flatten(dx, 0, -1), lt_flatten(dwb, 0, -1)}, *r = lt_cat(2, parts, 0);
         lt_free(y), lt_free(stats), lt_free(dx), lt_free(dwb), lt_free(parts[0]), lt_free(parts[1]);
+        return r;
+    }
+    case BN_ACT: {
+        lt_tensor *rm = c->training ? NULL : c->rm, *rv = c->training ? NULL : c->rv;
+        lt_tensor *y = nn_batch_norm(c->x, c->w, c->b, rm, rv, c->training, 0.1, 1e-5, NULL);
+        lt_tensor *s = c->res ? lt_add(y, c->g) : NULL, *r = lt_relu(s ? s : y);
+        lt_free(y), lt_free(s);
         return r;
     }
     case LT_OP_BN_STATS:
@@ -647,6 +658,13 @@ static void bn_case(int trial) {
         snprintf(what, sizeof what, "BN backward pair trial %d (eps %s)", trial, i ? "differ" : "agree");
         c.op = BN_PAIR;
         c.eps2 = i ? 1e-3 : 1e-5;
+        differential(what, -1, make_nn, &c, 1e-4);
+    }
+    for (c.res = 0; c.res < 2; c.res++) { /* the forward with its relu (+ add) epilogue */
+        char what[64];
+        snprintf(what, sizeof what, "relu(BN%s) trial %d (%s)", c.res ? " + r" : "", trial,
+                 c.training ? "train" : "eval");
+        c.op = BN_ACT;
         differential(what, -1, make_nn, &c, 1e-4);
     }
     nn_free(&c);

@@ -13,7 +13,8 @@
 
 typedef struct bn_rows {
     void (*sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner, double *acc);
-    void (*apply)(const float *xp, float *yp, const float *sc, const float *sh, int64_t inner);
+    void (*apply)(const float *xp, float *yp, const float *sc, const float *sh, const float *rp, int act,
+                  int64_t inner);
     void (*dx)(const float *gp, const float *xp, float *dp, const float *k, const float *mg, const float *cx,
                const float *mc, int64_t inner, int batch);
 } bn_rows;
@@ -65,7 +66,7 @@ void bn_blk_stats(bn_geom b, const float *x, float *out) {
 }
 
 void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
-                  double eps, float *out) {
+                  double eps, const float *res, int act, float *out) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows();
 #pragma omp parallel for schedule(static)
@@ -77,7 +78,8 @@ void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, con
             sc[i] = (float)(is * wc);
             sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
         }
-        r->apply(x + u * b.inner * 16, out + u * b.inner * 16, sc, sh, b.inner);
+        size_t off = (size_t)(u * b.inner * 16);
+        r->apply(x + off, out + off, sc, sh, res ? res + off : NULL, act, b.inner);
     }
 }
 

@@ -23,9 +23,21 @@ static void BN_FN(run_sums)(const float *ap, const float *bp, const float *m, co
     }
 }
 
-static void BN_FN(run_apply)(const float *xp, float *yp, const float *sc, const float *sh, int64_t inner) {
+/* y = x sc + sh; act: y = relu(y + r) (rp may be NULL), relu keeping NaN
+ * as the tile interpreter's RELU does, so the result is bit for bit that
+ * of the unfused kernels. */
+static void BN_FN(run_apply)(const float *xp, float *yp, const float *sc, const float *sh, const float *rp, int act,
+                             int64_t inner) {
     v16 scv = V16(sc), shv = V16(sh);
-    for (int64_t k = 0; k < inner; k++) V16(yp + k * 16) = V16(xp + k * 16) * scv + shv;
+    if (!act) {
+        for (int64_t k = 0; k < inner; k++) V16(yp + k * 16) = V16(xp + k * 16) * scv + shv;
+        return;
+    }
+    for (int64_t k = 0; k < inner; k++) {
+        v16 t = V16(xp + k * 16) * scv + shv;
+        if (rp) t += V16(rp + k * 16);
+        V16(yp + k * 16) = VSEL((t > 0) | (t != t), t, (v16){0});
+    }
 }
 
 /* dx = k (g - mg - (x - mc) cx) with batch statistics, else k g. */

@@ -45,7 +45,10 @@ static void FN(bn_stats)(bn_geom b, const A *xs, float *out) {
     }
 }
 
-static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, const float *bias, double eps, A *out) {
+/* act (K_BN_ACT, float32 only): out = relu(bn + res), res NULL or of x's
+ * shape; relu keeps NaN, as the tile interpreter's RELU. */
+static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, const float *bias, double eps,
+                         const A *res, int act, A *out) {
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < b.N * b.C; nc++) {
         int64_t c = nc % b.C;
@@ -53,9 +56,17 @@ static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, co
         /* (x - m) * sc + bias, not x * sc + (bias - m * sc): far from zero
          * with a small variance the second cancels (x * sc ~ 1e3, 1e-4 off) */
         float sc = (float)(is * (w ? w[c] : 1.0)), m = st.m[c], sh = bias ? bias[c] : 0.0f;
-        const A *xp = xs + nc * b.inner;
+        const A *xp = xs + nc * b.inner, *rp = res ? res + nc * b.inner : NULL;
         A *yp = out + nc * b.inner;
-        OMP_SIMD for (int64_t k = 0; k < b.inner; k++) yp[k] = ST((LD(xp[k]) - m) * sc + sh);
+        if (!act) {
+            OMP_SIMD for (int64_t k = 0; k < b.inner; k++) yp[k] = ST((LD(xp[k]) - m) * sc + sh);
+            continue;
+        }
+        for (int64_t k = 0; k < b.inner; k++) {
+            float t = (LD(xp[k]) - m) * sc + sh;
+            if (rp) t += LD(rp[k]);
+            yp[k] = ST(t > 0 || t != t ? t : 0.0f);
+        }
     }
 }
 

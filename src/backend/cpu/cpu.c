@@ -272,6 +272,12 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         }
         break;
     }
+    case K_BN_ACT: { /* batch norm, then relu(bn [+ r]) (fuse.c) */
+        double sc[IR_MAX_SCALARS];
+        resolve_scalars(y, scalars, sc);
+        cpu_bn_act(g, y, rp, sc[0], kn->nread > y->nin ? rp[kn->nread - 1] : NULL, wp[0], kn->blocked);
+        break;
+    }
     case K_REF: {
         const cpu_dnnl *lib = e->lib[kn - e->k];
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
@@ -282,7 +288,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     }
-    prof_kernel_end(g_ops[y->op].name, kt0);
+    prof_kernel_end(kn->kind == K_BN_ACT ? "BN_APPLY_RELU" : g_ops[y->op].name, kt0);
 }
 
 /* Completes the collectives whose results kernel j (e->nk: the end) reads first. */

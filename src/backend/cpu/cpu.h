@@ -74,8 +74,11 @@ int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
  * of the same g, x and statistics in one kernel: both need the same
  * per-channel sums, read off g and x once (write[0] dx, write[1] sums). */
 /* K_COLL: a collective, or a bucket of them (nmembers > 1: read[i] ->
- * write[i] for each member), run in two halves (coll.c). */
-enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL };
+ * write[i] for each member), run in two halves (coll.c).
+ * K_BN_ACT: a float32 BN_APPLY (node) with its consumer relu(bn) or
+ * relu(bn + r) in one pass (reads: the BN_APPLY's operands, then r if
+ * any; write[0] the ReLU's output). */
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL, K_BN_ACT };
 
 typedef struct kernel {
     uint8_t kind;
@@ -167,6 +170,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* K_BN_ACT: y the BN_APPLY node, res the residual or NULL; out = relu(bn + res). */
+void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const float *res, void *out,
+                int blocked);
 /* K_BN_BWD (float32 only): y the BN_BWD_INPUT node; dx and the (2, C) sums. */
 void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
                      int blocked);
@@ -178,8 +184,9 @@ typedef struct bn_geom {
     int64_t N, C, inner;
 } bn_geom;
 void bn_blk_stats(bn_geom b, const float *x, float *out);
+/* act: out = relu(x normalized + res) (res may be NULL); else the normalized x. */
 void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
-                  double eps, float *out);
+                  double eps, const float *res, int act, float *out);
 void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
                 double eps, float *dx, float *sums);
 

@@ -297,6 +297,12 @@ static int bn_sums_alike(const exec_graph *g, const gnode *a, const gnode *p) {
 }
 
 static void kernel_clear(kernel *k) {
+    if (k->prog) {
+        core_free(k->prog->loads);
+        core_free(k->prog->ins);
+        core_free(k->prog->stores);
+        core_free(k->prog);
+    }
     core_free(k->read);
     core_free(k->write);
     core_free(k->inplace_ok);
@@ -349,19 +355,91 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* The BN_APPLY that load register `reg` of group kn reads, if it is a
+ * float32 batch norm made by an earlier K_REF kernel and read by nothing
+ * else (so it need not be stored); else -1. */
+static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel *kn, int reg, const int32_t *made_by,
+                            const int32_t *readers, const uint8_t *is_root) {
+    if (reg < 0 || reg >= kn->prog->nload || kn->prog->loads[reg].mode != LOAD_SAME) return -1;
+    int32_t v = kn->read[reg];
+    const gnode *y = &g->nodes[v];
+    if (y->op != LT_OP_BN_APPLY || y->dtype != LT_F32 || readers[v] != 1 || is_root[v] || made_by[v] < 0 ||
+        ks[made_by[v]].kind != K_REF || made_by[v] >= kn - ks)
+        return -1;
+    for (int i = 0; i < y->nin; i++)
+        if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
+    return v;
+}
+
+/* Batch norm's forward epilogue: a group that is exactly relu(bn) or
+ * relu(bn + r) (r float32 of the same shape), where bn is a BN_APPLY read
+ * by that group only, becomes one K_BN_ACT kernel at the group's place:
+ * the normalized values go from registers into the add and the ReLU, and
+ * bn is never written out and read back (two passes over the activation
+ * of each of ResNet's batch norms). */
+static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
+    size_t n = (size_t)(g->n ? g->n : 1);
+    int32_t *made_by = core_malloc(n * 4), *readers = core_calloc(n, 4);
+    uint8_t *is_root = core_calloc(n, 1);
+    int rc = made_by && readers && is_root ? 0 : -1;
+    for (int32_t v = 0; rc == 0 && v < g->n; v++) made_by[v] = -1;
+    for (int j = 0; rc == 0 && j < *nk; j++) {
+        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
+        for (int i = 0; i < ks[j].nread; i++) readers[ks[j].read[i]]++;
+    }
+    for (int r = 0; rc == 0 && r < g->nroots; r++) is_root[g->roots[r]] = 1;
+    for (int q = 0; rc == 0 && q < *nk; q++) {
+        kernel *kn = &ks[q];
+        const tprog *p = kn->prog;
+        if (kn->kind != K_FUSED || !p || p->rtype != LT_F32 || p->nstore != 1 || p->nins > 2) continue;
+        const tins *last = &p->ins[p->nins - 1];
+        if (last->op != LT_OP_RELU || last->dtype != LT_F32 || p->stores[0].value != last->node) continue;
+        int32_t bn = -1, res = -1;
+        if (p->nins == 1) {
+            bn = lone_bn_load(g, ks, kn, last->src[0], made_by, readers, is_root);
+        } else {
+            const tins *add = &p->ins[0];
+            if (add->op != LT_OP_ADD || add->dtype != LT_F32 || last->src[0] != add->dst) continue;
+            for (int side = 0; side < 2 && bn < 0; side++) {
+                int other = add->src[1 - side];
+                if (other < 0 || other >= p->nload || other == add->src[side]) continue;
+                const tload *l = &p->loads[other];
+                if (l->mode != LOAD_SAME || l->dtype != LT_F32) continue;
+                bn = lone_bn_load(g, ks, kn, add->src[side], made_by, readers, is_root);
+                res = l->value;
+            }
+        }
+        if (bn < 0) continue;
+        kernel *kb = &ks[made_by[bn]];
+        int nr = kb->nread + (res >= 0);
+        int32_t *reads = core_malloc((size_t)nr * 4), *writes = dup_ints(&last->node, 1);
+        uint8_t *inplace = core_calloc((size_t)nr, 1);
+        if (!reads || !writes || !inplace) {
+            core_free(reads), core_free(writes), core_free(inplace);
+            rc = -1;
+            break;
+        }
+        memcpy(reads, kb->read, (size_t)kb->nread * 4);
+        if (res >= 0) reads[nr - 1] = res;
+        inplace[0] = 1; /* x, and r: each element is read before its own output is written */
+        if (res >= 0) inplace[nr - 1] = 1;
+        kernel_clear(kn);
+        kernel_clear(kb);
+        kb->node = -1; /* a hole, squeezed out below */
+        *kn = (kernel){.kind = K_BN_ACT, .node = bn, .nread = nr, .read = reads, .nwrite = 1, .write = writes,
+                       .inplace_ok = inplace};
+    }
+    int m = 0;
+    for (int j = 0; j < *nk; j++)
+        if (ks[j].node >= 0) ks[m++] = ks[j];
+    *nk = m;
+    core_free(made_by), core_free(readers), core_free(is_root);
+    return rc;
+}
+
 void cpu_kernels_free(kernel *k, int nk) {
     if (!k) return;
-    for (int i = 0; i < nk; i++) {
-        if (k[i].prog) {
-            core_free(k[i].prog->loads);
-            core_free(k[i].prog->ins);
-            core_free(k[i].prog->stores);
-            core_free(k[i].prog);
-        }
-        core_free(k[i].read);
-        core_free(k[i].write);
-        core_free(k[i].inplace_ok);
-    }
+    for (int i = 0; i < nk; i++) kernel_clear(&k[i]);
     core_free(k);
 }
 
@@ -419,7 +497,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || fuse_bn_act(g, ks, &nkern)) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
 done:

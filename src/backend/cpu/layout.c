@@ -4,7 +4,7 @@
  * (122 reorders). Here a value keeps the blocked layout when everything that
  * touches it can work on it: the convs (their primitive then reads and
  * writes it directly), the batch-norm kernels (blocked loops in
- * bn_blocked.c), max pooling and its backward (pool_blocked.c), and fused elementwise groups whose operands all have the
+ * bn_blocked.c, with their ReLU epilogue), max pooling and its backward (pool_blocked.c), and fused elementwise groups whose operands all have the
  * group's shape (index i is the same element in every operand, whatever
  * the layout). Values that must agree (the operands and outputs of one
  * batch-norm, max-pooling or fused kernel) form a class; a class is blocked only if all
@@ -84,13 +84,14 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
             for (int a = 0; a < na; a++) conv[acts[a] < 0 ? kn->node : y->in[acts[a]]] = 1;
             continue;
         }
-        int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD) && is_bn(y);
+        int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD || kn->kind == K_BN_ACT) && is_bn(y);
         int pool = kn->kind == K_REF && is_maxpool(y);
         if (bn || pool || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
             int32_t first = -1;
             for (int i = 0; i < kn->nread; i++) {
                 int32_t v = kn->read[i];
-                int big = bn     ? i < (y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2)
+                int big = bn     ? i < (y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2) ||
+                                   i >= y->nin /* K_BN_ACT's residual */
                           : pool ? 1
                                  : g->nodes[v].numel > 1;
                 if (!big) {
@@ -127,7 +128,8 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
         }
         for (int j = 0; j < nk; j++) { /* batch norm's and max pooling's loops follow the layout of their class */
             const gnode *y = &g->nodes[k[j].node];
-            if ((is_bn(y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD)) || (is_maxpool(y) && k[j].kind == K_REF))
+            if ((is_bn(y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD || k[j].kind == K_BN_ACT)) ||
+                (is_maxpool(y) && k[j].kind == K_REF))
                 k[j].blocked = blk[k[j].read[0]];
         }
         rc = 0;

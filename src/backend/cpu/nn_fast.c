@@ -141,14 +141,16 @@ static void bn_stats_run(const gnode *x, const void *xs, float *out, int blocked
     else bn_stats_f32(b, xs, out);
 }
 
-/* BN_APPLY (x, stats | rmean, rvar, [w], [b]); ia [batch, has_w, has_b]; sc [eps]. */
-static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, void *out, int blocked) {
+/* BN_APPLY (x, stats | rmean, rvar, [w], [b]); ia [batch, has_w, has_b]; sc [eps].
+ * act (K_BN_ACT): out = relu(bn + res), res NULL or of x's shape and layout. */
+static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double eps, const void *res, int act,
+                         void *out, int blocked) {
     bn_geom b = bn_geom_of(x);
     bn_stats st = stats_at(in, 1, (int)y->ia[0], b.C);
     const float *w = y->ia[1] ? in[st.next] : NULL, *bias = y->ia[2] ? in[st.next + (w != NULL)] : NULL;
-    if (blocked) bn_blk_apply(b, in[0], st.m, st.v, w, bias, eps, out);
-    else if (x->dtype == LT_BF16) bn_apply_bf16(b, st, in[0], w, bias, eps, out);
-    else bn_apply_f32(b, st, in[0], w, bias, eps, out);
+    if (blocked) bn_blk_apply(b, in[0], st.m, st.v, w, bias, eps, res, act, out);
+    else if (x->dtype == LT_BF16) bn_apply_bf16(b, st, in[0], w, bias, eps, res, act, out);
+    else bn_apply_f32(b, st, in[0], w, bias, eps, res, act, out);
 }
 
 /* BN_BWD_INPUT (g, x, stats | rmean, rvar, [w]) -> dx; ia [batch, has_w].
@@ -199,7 +201,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_ADAPTIVE_AVG_POOL2D: adaptive_avg(y, a0->shape, y->shape, in[0], out); return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;
-    case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], out, blocked); return 0;
+    case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], NULL, 0, out, blocked); return 0;
     case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL, blocked); return 0;
     case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out, blocked); return 0;
     case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
@@ -207,6 +209,11 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
         return cpu_transformer_run(g, y, in, sc, out);
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
+}
+
+void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const float *res, void *out,
+                int blocked) {
+    bn_apply_run(y, &g->nodes[y->in[0]], in, eps, res, 1, out, blocked);
 }
 
 void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
