@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/omp_policy.h" /* every benchmark runs with the CLI's thread policy */
+
 static inline double bench_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

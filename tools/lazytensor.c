@@ -5,6 +5,8 @@
  * A bare `lazytensor` prints the usage (exit 2). */
 #include "cli.h"
 
+#include "core/omp_policy.h" /* passive OpenMP waits unless the user chose */
+
 #include <string.h>
 
 /* A tiny traced loop: what happens at trace, sync and cache time. */

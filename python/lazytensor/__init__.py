@@ -9,7 +9,15 @@ The ``_C`` extension is a thin layer over ``include/lazytensor.h``; this
 package adds only what is naturally Python (nn.Module, optimizer classes,
 reprs). No numerics are done here.
 """
-from . import _C
+import os as _os
+
+# OpenMP threads that wait sleep instead of spinning, unless the user chose
+# (src/core/omp_policy.h says why): libgomp reads this once, when it loads
+# with _C just below (too late if another module loaded it first).
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
+
+from . import _C  # noqa: E402
 from ._tensor import Tensor, Size
 from ._C import float32, float64, int32, int64, bool, bfloat16, dtype  # noqa: A004 (torch's names)
 from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange, rand, randn,
