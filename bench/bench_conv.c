@@ -17,11 +17,13 @@
 #include <string.h>
 
 #include "bench_step.h"
+#include "core/omp_policy.h"
 #include "bench_time.h"
 
 
 
 int main(int argc, char **argv) {
+    lt_omp_policy(argv); /* the CLI's thread policy (core/omp_policy.h) */
     const char *model = argc > 1 ? argv[1] : "resnet20";
     int64_t bs = argc > 2 ? atoll(argv[2]) : 8, res = argc > 3 ? atoll(argv[3]) : 32;
     int steps = argc > 4 ? atoi(argv[4]) : 6;

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/omp_policy.h"
 #include "bench_time.h"
 
 
 #define N 11000000
 
 int main(int argc, char **argv) {
+    lt_omp_policy(argv); /* the CLI's thread policy (core/omp_policy.h) */
     int iters = argc > 1 ? atoi(argv[1]) : 10;
     size_t bytes = (size_t)N * 4;
     /* Copy bandwidth: memcpy of one 44 MB array into another (read + write). */

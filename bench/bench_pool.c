@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/omp_policy.h"
 #include "bench_time.h"
 
 typedef struct times {
@@ -44,6 +45,7 @@ static times run(int blocked, int bwd, lt_tensor *g, lt_tensor *x, const int64_t
 }
 
 int main(int argc, char **argv) {
+    lt_omp_policy(argv); /* the CLI's thread policy (core/omp_policy.h) */
     int64_t N = argc > 1 ? atoll(argv[1]) : 32;
     int iters = argc > 2 ? atoi(argv[2]) : 5;
     if (iters < 1) iters = 1;

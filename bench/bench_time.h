@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/omp_policy.h" /* every benchmark runs with the CLI's thread policy */
-
 static inline double bench_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -35,6 +35,7 @@ static int demo(void) {
 }
 
 int main(int argc, char **argv) {
+    lt_omp_policy(argv); /* may re-execute the program once (core/omp_policy.h) */
     cli_opts o;
     opts_defaults(&o);
     /* Lines reach a pipe in the order they were printed, even when the

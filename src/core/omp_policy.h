@@ -1,37 +1,43 @@
-/* The thread policy of the project's executables (the CLI, the benchmarks):
- * OpenMP threads that wait at a barrier sleep (OMP_WAIT_POLICY=passive)
- * unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+/* The thread policy of the project's programs (the CLI, the step
+ * benchmarks): OpenMP threads that wait at a barrier sleep
+ * (OMP_WAIT_POLICY=passive) unless the user chose (OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT set).
  *
  * Why: libgomp's default spins up to 300,000 times at every barrier before
  * sleeping. When another process holds a core, the thread that finished
  * its share spins on the CPU that the late thread needs, at each of the
  * thousands of parallel regions of a step. Measured on the 2-core machine
  * while others compiled (ResNet-20, batch 32, 2 threads, medians of 6
- * steps, alternating runs): default 828-1635 ms per step, passive 224-337
- * ms, GOMP_SPINCOUNT=10000 467 ms.
+ * steps, alternating runs, the variable set in the shell): default
+ * 828-1635 ms per step, passive 224-337 ms, GOMP_SPINCOUNT=10000 467 ms.
  *
- * How: libgomp reads its environment once, in its own constructor, before
- * main and before any library constructor of ours. Only an executable's
- * .preinit_array runs earlier (the dynamic loader calls it before every
- * shared object's initializers), so the setting lives here, in a header
- * that executables include, not in the library (a shared object has no
- * preinit_array; a program embedding the library sets the variable itself).
- * Included twice in one program it runs twice: harmless, it never
- * overwrites. */
+ * How: libgomp reads its environment once, in its constructor, before main.
+ * Setting the variable from an executable's .preinit_array does not work
+ * (it runs first, but libc's own initializer then resets environ to the
+ * original block), so main re-executes the program once with the variable
+ * set: one exec, a few milliseconds, before anything else happens. A
+ * program embedding the library sets the variable itself; the Python
+ * package sets it before it loads the library. */
 #ifndef LT_OMP_POLICY_H
 #define LT_OMP_POLICY_H
 
-#if defined(__linux__) && defined(__GNUC__)
+#if defined(__linux__)
 #include <stdlib.h>
+#include <unistd.h>
 
-int setenv(const char *name, const char *value, int overwrite); /* POSIX; declared for -std=c11 builds */
+/* POSIX; declared for -std=c11 builds without _POSIX_C_SOURCE. */
+int setenv(const char *name, const char *value, int overwrite);
+int execv(const char *path, char *const argv[]);
 
-static void lt_omp_policy(int argc, char **argv, char **envp) {
-    (void)argc, (void)argv, (void)envp;
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("OMP_WAIT_POLICY", "passive", 0);
+/* Call first thing in main. Returns (doing nothing) if the user chose a
+ * policy, or if the re-exec fails: the program then runs with libgomp's
+ * default. */
+static inline void lt_omp_policy(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 0) == 0) execv("/proc/self/exe", argv);
 }
-__attribute__((section(".preinit_array"), used)) static void (*const lt_omp_policy_entry)(int, char **,
-                                                                                          char **) = lt_omp_policy;
+#else
+static inline void lt_omp_policy(char **argv) { (void)argv; }
 #endif
 
 #endif
