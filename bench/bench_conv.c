@@ -6,7 +6,11 @@
  * Usage: bench_conv [model] [batch] [res] [steps] [cpu|ref] [classes]
  *   defaults: resnet20 8 32 6 cpu 10 (LT_NUM_THREADS sets the threads).
  * Prints the median step time after two warm-up steps, and the first step
- * (which includes compiling the graph and creating the oneDNN primitives). */
+ * (which includes compiling the graph and creating the oneDNN primitives);
+ * on cpu, the step's FLOPs (ExecutedFlops: the convs', linears' and
+ * matmuls' multiply-adds) per second of wall time and per second of CPU
+ * time of one thread (comparable on a busy machine; bench_peak measures
+ * the machine's peak both ways). */
 #define _POSIX_C_SOURCE 200809L
 #include "lazytensor.h"
 
@@ -47,24 +51,28 @@ int main(int argc, char **argv) {
     lt_tensor *y = lt_from_data(tv, LT_I64, 1, &bs);
     free(tv);
     lt_mark_step();
-    double *t = malloc((size_t)steps * sizeof *t);
+    double *t = malloc((size_t)steps * sizeof *t), *ct = malloc((size_t)steps * sizeof *ct), flops = 0;
     float loss_v = 0;
     for (int s = 0; s < steps; s++) {
-        double t0 = bench_now_s();
+        double t0 = bench_now_s(), c0 = bench_cpu_s(), f0 = lt_metric("ExecutedFlops");
         lt_tensor *loss = bench_train_step(m, opt, x, y);
+        flops = lt_metric("ExecutedFlops") - f0;
         if (!loss) {
             fprintf(stderr, "bench_conv: %s\n", lt_error_message());
             return 1;
         }
-        t[s] = bench_now_s() - t0;
+        t[s] = bench_now_s() - t0, ct[s] = bench_cpu_s() - c0;
         lt_to_host(loss, &loss_v, sizeof loss_v);
         lt_free(loss);
     }
     double first = t[0];
-    double med = bench_median(t + 2, steps - 2);
+    double med = bench_median(t + 2, steps - 2), cmed = bench_median(ct + 2, steps - 2);
     printf("%s %s bs=%lld res=%lld: step %.1f ms (median of %d), first step %.0f ms, loss %.4f\n", be, model,
            (long long)bs, (long long)res, 1e3 * med, steps - 2, 1e3 * first, loss_v);
-    free(t);
+    if (flops > 0)
+        printf("  %.1f GFLOP per step: %.1f GFLOP/s wall, %.1f GFLOP/s per CPU-second (%.0f ms CPU per step)\n",
+               flops / 1e9, flops / med / 1e9, flops / cmed / 1e9, 1e3 * cmed);
+    free(t), free(ct);
     lt_free(x);
     lt_free(y);
     lt_optim_free(opt);

@@ -216,7 +216,7 @@ static const char *metric_names[] = {
     "MarkStep", "CachedCompile", "UncachedCompile", "CompileTime", "ExecuteTime", "SyncTime", "TraceTime",
     "TensorsGraphSize", "InputOutputAliasCount", "TransferFromDeviceTime", "TransferToDeviceTime", "OpsTraced",
     "IrNodes", "FusedKernels", "FallbackOps", "AutoSync", "PeakBytes", "ArenaBytes", "CacheEvictions",
-    "RecompileWarnings"};
+    "RecompileWarnings", "ExecutedFlops"};
 
 TEST(report_after_ten_identical_steps) {
     lt_metrics_reset();
@@ -511,6 +511,27 @@ TEST(trace_file_is_json_with_spans_in_order) {
     remove(errfile);
 }
 
+/* ExecutedFlops: 2 per multiply-add of each conv, conv backward, linear
+ * and matmul the cpu backend ran, every run. */
+TEST(executed_flops_count_multiply_adds) {
+    lt_metrics_reset();
+    int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, as[2] = {4, 6}, bs[2] = {6, 7};
+    int64_t st[2] = {1, 1}, pad[2] = {1, 1}, dil[2] = {1, 1};
+    lt_tensor *x = lt_randn(LT_F32, 4, xs), *w = lt_randn(LT_F32, 4, ws);
+    lt_tensor *a = lt_randn(LT_F32, 2, as), *b = lt_randn(LT_F32, 2, bs);
+    lt_mark_step();
+    for (int i = 0; i < 2; i++) {
+        lt_tensor *y = lt_conv2d(x, w, NULL, st, pad, dil, 1), *m = lt_matmul(a, b);
+        lt_mark_step();
+        lt_free(y), lt_free(m);
+    }
+    /* conv: y (1, 3, 5, 5), 2 * 2 * 3 * 3 per output; matmul: 4 * 7 outputs of 6 */
+    double per_run = 2.0 * 75 * 18 + 2.0 * 28 * 6;
+    CHECK_MSG(lt_metric("ExecutedFlops") == 2 * per_run, "ExecutedFlops %.0f, expected %.0f",
+              lt_metric("ExecutedFlops"), 2 * per_run);
+    lt_free(x), lt_free(w), lt_free(a), lt_free(b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child")) return child_main();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/lt_observe_XXXXXX");
@@ -524,6 +545,7 @@ int main(int argc, char **argv) {
     RUN(recompile_warning_after_warmup);
     RUN(ir_dump_matches_expected);
     RUN(trace_file_is_json_with_spans_in_order);
+    RUN(executed_flops_count_multiply_adds);
     rmdir(tmpdir);
     return h_report();
 }

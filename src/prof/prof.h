@@ -38,7 +38,8 @@
     X(AllReduceCount, COUNTER)          \
     X(AllReduceBytes, COUNTER)          \
     X(AllReduceTime, TIMER)             \
-    X(CommExposedTime, TIMER)
+    X(CommExposedTime, TIMER)           \
+    X(ExecutedFlops, COUNTER)
 
 enum prof_kind { COUNTER, TIMER, DIST, GAUGE, LEVEL };
 enum prof_metric {

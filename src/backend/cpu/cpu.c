@@ -29,6 +29,7 @@ typedef struct cpu_exe {
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
     coll_plan cp;      /* collectives: where each is waited for (coll.c) */
+    double flops;      /* of the convs, linears and matmuls, per run (ExecutedFlops) */
 } cpu_exe;
 
 static int debug_guards;
@@ -122,6 +123,22 @@ static int lay_out(cpu_exe *e) {
     return rc;
 }
 
+/* Floating-point operations of y's multiply-adds (2 per multiply-add; bias
+ * and elementwise work not counted), as FLOP counts of convolutional nets
+ * are usually given: a conv and each of its two backward ops cost the
+ * same, 2 * (output-side elements) * (weights per output channel). */
+static double node_flops(const exec_graph *g, const gnode *y) {
+    const gnode *a = y->nin > 0 ? &g->nodes[y->in[0]] : NULL, *b = y->nin > 1 ? &g->nodes[y->in[1]] : NULL;
+    switch (y->op) {
+    case LT_OP_CONV2D: return 2.0 * (double)y->numel * (double)b->numel / (double)b->shape[0]; /* x, w */
+    case LT_OP_CONV2D_BWD_INPUT: return 2.0 * (double)a->numel * (double)b->numel / (double)b->shape[0]; /* g, w */
+    case LT_OP_CONV2D_BWD_WEIGHT: return 2.0 * (double)a->numel * (double)y->numel / (double)y->shape[0]; /* g, x */
+    case LT_OP_LINEAR: return 2.0 * (double)y->numel * (double)b->shape[1];                             /* x, w (O, K) */
+    case LT_OP_MATMUL: return 2.0 * (double)y->numel * (double)a->shape[a->ndim - 1];
+    default: return 0;
+    }
+}
+
 static void *cpu_compile(const exec_graph *g0) {
     cpu_exe *e = core_calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -136,6 +153,7 @@ static void *cpu_compile(const exec_graph *g0) {
         kernel *kn = &e->k[j];
         if (kn->nread > e->maxread) e->maxread = kn->nread;
         if (kn->nwrite > e->maxwrite) e->maxwrite = kn->nwrite;
+        if (kn->kind == K_REF || kn->kind == K_MATMUL) e->flops += node_flops(e->g, &e->g->nodes[kn->node]);
         if (kn->prog) {
             if (kn->prog->nins > e->maxins) e->maxins = kn->prog->nins;
             size_t b = tile_scratch_bytes(kn->prog);
@@ -376,6 +394,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         buffer_retain(outputs[r]);
     }
     prof_add(M_InputOutputAliasCount, aliases);
+    prof_add(M_ExecutedFlops, e->flops);
     rc = 0;
 done:
     if (sb)
