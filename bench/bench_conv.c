@@ -10,7 +10,8 @@
  * on cpu, the step's FLOPs (ExecutedFlops: the convs', linears' and
  * matmuls' multiply-adds) per second of wall time and per second of CPU
  * time of one thread (comparable on a busy machine; bench_peak measures
- * the machine's peak both ways). */
+ * the machine's peak both ways); and the page faults of each step
+ * (getrusage: a count, which a busy machine does not blur). */
 #define _POSIX_C_SOURCE 200809L
 #include "lazytensor.h"
 
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_step.h"
 #include "core/omp_policy.h"
@@ -52,8 +54,12 @@ int main(int argc, char **argv) {
     free(tv);
     lt_mark_step();
     double *t = malloc((size_t)steps * sizeof *t), *ct = malloc((size_t)steps * sizeof *ct), flops = 0;
+    long *faults = malloc((size_t)steps * sizeof *faults);
+    struct rusage ru;
     float loss_v = 0;
     for (int s = 0; s < steps; s++) {
+        getrusage(RUSAGE_SELF, &ru);
+        long pf0 = ru.ru_minflt + ru.ru_majflt;
         double t0 = bench_now_s(), c0 = bench_cpu_s(), f0 = lt_metric("ExecutedFlops");
         lt_tensor *loss = bench_train_step(m, opt, x, y);
         flops = lt_metric("ExecutedFlops") - f0;
@@ -62,6 +68,8 @@ int main(int argc, char **argv) {
             return 1;
         }
         t[s] = bench_now_s() - t0, ct[s] = bench_cpu_s() - c0;
+        getrusage(RUSAGE_SELF, &ru);
+        faults[s] = ru.ru_minflt + ru.ru_majflt - pf0;
         lt_to_host(loss, &loss_v, sizeof loss_v);
         lt_free(loss);
     }
@@ -72,7 +80,10 @@ int main(int argc, char **argv) {
     if (flops > 0)
         printf("  %.1f GFLOP per step: %.1f GFLOP/s wall, %.1f GFLOP/s per CPU-second (%.0f ms CPU per step)\n",
                flops / 1e9, flops / med / 1e9, flops / cmed / 1e9, 1e3 * cmed);
-    free(t), free(ct);
+    printf("  page faults per step:");
+    for (int s = 0; s < steps; s++) printf(" %ld", faults[s]);
+    printf("\n");
+    free(t), free(ct), free(faults);
     lt_free(x);
     lt_free(y);
     lt_optim_free(opt);
