@@ -74,7 +74,7 @@ static double peak(float (*loop)(long), double flops_per_insn) {
 int main(void) {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f")) {
-        puts("bench_peak: no AVX-512 on this CPU: nothing to measure");
+        puts("bench_peak_bf16: no AVX-512 on this CPU: nothing to measure");
         return 0;
     }
     double f = peak(fma_loop, 32);
@@ -89,7 +89,7 @@ int main(void) {
 }
 #else
 int main(void) {
-    puts("bench_peak: needs gcc on x86-64");
+    puts("bench_peak_bf16: needs gcc on x86-64");
     return 0;
 }
 #endif
