@@ -277,9 +277,11 @@ TEST(batch_norm_forward) {
     EXPECT_ARR(E, ee, 24, 1e-12);
     /* running stats untouched in eval; lazily fused into one graph with the update */
     EXPECT_ARR(RM, erm, 2, 1e-12);
-    /* no running stats: batch statistics even in eval */
-    lt_tensor *N = lt_batch_norm(X, W, B, NULL, NULL, false, mom, eps);
+    /* no running stats: batch statistics (training = true, as PyTorch's layer passes); eval is an error */
+    lt_tensor *N = lt_batch_norm(X, W, B, NULL, NULL, true, mom, eps);
     EXPECT_ARR(N, ey, 24, 1e-12);
+    CHECK(!lt_batch_norm(X, W, B, NULL, NULL, false, mom, eps));
+    CHECK_ERR(LT_ERR_ARG);
     /* (N, C) input */
     int64_t s2[2] = {4, 2};
     double x2[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -496,7 +498,7 @@ static lt_tensor *mse_db(lt_tensor **in, lt_tensor *r) {
 
 TEST(losses_backward) {
     int64_t zs[2] = {5, 4}, ts[1] = {5};
-    int64_t t[5] = {3, 0, -100, 1, 7}; /* -100 and 7: ignored */
+    int64_t t[5] = {3, 0, -100, 1, 2}; /* -100: ignored (any other target out of range fails the sync) */
     double *z = rnd(20), *z2 = rnd(20);
     lt_tensor *in[2] = {f64(2, zs, z), f64(2, zs, z2)};
     g_target = i64(1, ts, t);
@@ -516,12 +518,12 @@ TEST(losses_backward) {
 TEST(index_forward) {
     int64_t as[2] = {3, 4}, is[2] = {2, 3}, vs[1] = {3};
     double a[12] = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
-    int64_t idx[6] = {2, 0, 1, 1, 9, -1}; /* 9, -1: out of range, read as 0 */
+    int64_t idx[6] = {2, 0, 1, 1, 2, 0}; /* out of range fails the sync (test_torch_diff) */
     lt_tensor *A = f64(2, as, a), *I = i64(2, is, idx);
     lt_tensor *G0 = lt_gather(A, 0, I), *G1 = lt_gather(A, -1, I);
     EXPECT_SHAPE(G0, 2, 3);
-    EXPECT_VALUES(G0, 0, 20, 1, 12, 10, 0, 0);  /* out[i][j] = a[idx[i][j]][j] */
-    EXPECT_VALUES(G1, 0, 2, 0, 1, 11, 0, 0);    /* out[i][j] = a[i][idx[i][j]] */
+    EXPECT_VALUES(G0, 0, 20, 1, 12, 10, 21, 2);  /* out[i][j] = a[idx[i][j]][j] */
+    EXPECT_VALUES(G1, 0, 2, 0, 1, 11, 12, 10);   /* out[i][j] = a[i][idx[i][j]] */
     int64_t v[3] = {2, 0, 2};
     lt_tensor *V = i64(1, vs, v), *S0 = lt_index_select(A, 0, V), *S1 = lt_index_select(A, 1, V);
     EXPECT_SHAPE(S0, 3, 4);
@@ -529,12 +531,11 @@ TEST(index_forward) {
     EXPECT_VALUES(S1, 0, 2, 0, 2, 12, 10, 12, 22, 20, 22);
     lt_tensor *E = lt_embedding(A, I);
     EXPECT_SHAPE(E, 2, 3, 4);
-    EXPECT_VALUES(E, 0, 20, 21, 22, 23, 0, 1, 2, 3, 10, 11, 12, 13, 10, 11, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-    /* scatter_add / index_add skip out-of-range indices */
+    EXPECT_VALUES(E, 0, 20, 21, 22, 23, 0, 1, 2, 3, 10, 11, 12, 13, 10, 11, 12, 13, 20, 21, 22, 23, 0, 1, 2, 3);
     double o[6] = {1, 1, 1, 1, 1, 1};
     lt_tensor *Src = f64(2, is, o), *Z = lt_zeros(LT_F64, 2, as);
     lt_tensor *SA = nn_scatter_add(Z, 0, I, Src);
-    EXPECT_VALUES(SA, 0, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0);
+    EXPECT_VALUES(SA, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0);
     int64_t srs[2] = {3, 4};
     lt_tensor *Src2 = lt_ones(LT_F64, 2, srs), *IA = nn_index_add(A, 0, V, Src2);
     EXPECT_VALUES(IA, 0, 1, 2, 3, 4, 10, 11, 12, 13, 22, 23, 24, 25);
@@ -563,8 +564,8 @@ static lt_tensor *emb_b(lt_tensor **in, lt_tensor *r) { return nn_embedding_back
 TEST(index_backward) {
     int64_t as[3] = {3, 4, 2}, is[3] = {2, 4, 2}, vs[1] = {5}, es[2] = {2, 3};
     double *a = rnd(24);
-    int64_t idx[16] = {2, 0, 1, 1, 0, 0, 2, 2, 1, 1, 0, 2, 7, 1, 1, 0}, v[5] = {3, 0, 3, -2, 1};
-    int64_t e[6] = {2, 0, 2, 1, 5, 2};
+    int64_t idx[16] = {2, 0, 1, 1, 0, 0, 2, 2, 1, 1, 0, 2, 2, 1, 1, 0}, v[5] = {3, 0, 3, 2, 1};
+    int64_t e[6] = {2, 0, 2, 1, 1, 2};
     lt_tensor *in[1] = {f64(3, as, a)};
     g_index = i64(3, is, idx);
     g_dim = 0;

@@ -1,6 +1,7 @@
 /* Indexing: gather / scatter_add, index_select / index_add, embedding.
- * Indices are int64; the kernels read 0 for (gathers) or skip (scatters)
- * an index outside the indexed dim, since nothing can fail at run time.
+ * Indices are int64 (int32 too for index_select and embedding, as
+ * PyTorch); an index outside the indexed dim fails the sync that runs it
+ * (src/exec/index_check.c).
  * ia: GATHER [dim, a's shape...], INDEX_SELECT [dim, a.size(dim)],
  * EMBEDDING [V], SCATTER_ADD / INDEX_ADD [dim]: the forward nodes carry
  * the input size their backward must produce. */
@@ -76,7 +77,7 @@ static int selected_shape(const char *fn, const lt_tensor *a, int d, const lt_te
 lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index) {
     static const char fn[] = "lt_index_select";
     API_ENTER();
-    if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_int64(fn, "index", index)) return NULL;
+    if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_index_dtype(fn, "index", index)) return NULL;
     int64_t shape[LT_MAX_DIMS];
     int d = wrap(fn, dim, a);
     if (d < 0 || selected_shape(fn, a, d, index, shape)) return NULL;
@@ -91,7 +92,7 @@ lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
     static const char fn[] = "nn_index_add";
     API_ENTER();
     if (api_check(fn, "base", base) || api_check(fn, "index", index) || api_check(fn, "src", src) ||
-        nn_int64(fn, "index", index) || nn_same_dtype(fn, "src", src, "base", base))
+        nn_index_dtype(fn, "index", index) || nn_same_dtype(fn, "src", src, "base", base))
         return NULL;
     int64_t shape[LT_MAX_DIMS];
     int d = wrap(fn, dim, base);
@@ -109,7 +110,7 @@ lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
 lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices) {
     static const char fn[] = "lt_embedding";
     API_ENTER();
-    if (api_check(fn, "weight", weight) || api_check(fn, "indices", indices) || nn_int64(fn, "indices", indices) ||
+    if (api_check(fn, "weight", weight) || api_check(fn, "indices", indices) || nn_index_dtype(fn, "indices", indices) ||
         nn_ndim(fn, "weight", weight, 2, "(V, D)"))
         return NULL;
     if (indices->ndim >= LT_MAX_DIMS)
@@ -130,7 +131,7 @@ lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices) {
 lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights) {
     static const char fn[] = "nn_embedding_backward";
     API_ENTER();
-    if (api_check(fn, "grad_out", grad_out) || api_check(fn, "indices", indices) || nn_int64(fn, "indices", indices))
+    if (api_check(fn, "grad_out", grad_out) || api_check(fn, "indices", indices) || nn_index_dtype(fn, "indices", indices))
         return NULL;
     if (grad_out->ndim != indices->ndim + 1 || memcmp(grad_out->shape, indices->shape, (size_t)indices->ndim * 8))
         return err_set(LT_ERR_SHAPE, "%s: argument 'grad_out' %s must be indices' shape %s plus the embedding dim", fn,

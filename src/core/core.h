@@ -28,6 +28,14 @@ _Noreturn void core_panic(const char *file, int line, const char *what);
  * callers can `return err_set(...)`. */
 void *err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int err_code(void);
+/* Data errors that only a running kernel can see (an index out of range),
+ * possibly on an OpenMP worker: one process-wide slot, the first report
+ * wins. The backend polls err_kernel_pending() between kernels (one relaxed
+ * load), stops, and err_kernel_take() turns the report into the calling
+ * thread's error (LT_ERR_ARG) and returns -1; 0 if nothing was reported. */
+void err_kernel(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int err_kernel_pending(void);
+int err_kernel_take(void);
 
 /* ---- allocation hook (alloc.c) ---- */
 /* All host memory goes through these. The test build can make the k-th
@@ -104,7 +112,8 @@ static inline float bf16_to_f32(uint16_t h) {
 static inline float bf16_round(float f) { return bf16_to_f32(bf16_from_f32(f)); }
 lt_dtype dtype_promote(lt_dtype a, lt_dtype b);    /* PyTorch's result_type for tensors */
 lt_dtype dtype_result(int n, const lt_dtype *d, unsigned zmask); /* ... with 0-d operands (bits of zmask) */
-lt_dtype dtype_with_scalar(lt_dtype a);            /* tensor op Python float */
+lt_dtype dtype_with_scalar(lt_dtype a);
+int dtype_fits(double v, lt_dtype d); /* a number fits d's range (PyTorch's overflow check) */            /* tensor op Python float */
 int dtype_can_cast(lt_dtype from, lt_dtype to);    /* PyTorch's canCast */
 const char *dtype_name(lt_dtype d);
 

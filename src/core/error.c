@@ -1,6 +1,8 @@
 /* Thread-local error state behind lt_error(). */
 #include "core.h"
 
+#include <stdatomic.h>
+
 static _Thread_local int t_code;
 static _Thread_local char t_msg[512];
 
@@ -15,6 +17,28 @@ void *err_set(int code, const char *fmt, ...) {
 }
 
 int err_code(void) { return t_code; }
+
+static atomic_int k_state; /* 0 free, 1 being written, 2 reported */
+static char k_msg[512];
+
+void err_kernel(const char *fmt, ...) {
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&k_state, &expect, 1)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k_msg, sizeof k_msg, fmt, ap);
+    va_end(ap);
+    atomic_store(&k_state, 2);
+}
+
+int err_kernel_pending(void) { return atomic_load_explicit(&k_state, memory_order_relaxed) != 0; }
+
+int err_kernel_take(void) {
+    if (atomic_load(&k_state) != 2) return 0; /* a writer is done before its parallel region ends */
+    err_set(LT_ERR_ARG, "%s", k_msg);
+    atomic_store(&k_state, 0);
+    return -1;
+}
 
 int lt_error(void) { return t_code; }
 const char *lt_error_message(void) { return t_code ? t_msg : ""; }

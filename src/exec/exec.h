@@ -32,9 +32,24 @@ typedef struct exec_graph {
     int nscalars;     /* runtime scalars */
     int32_t *in_pool; /* storage of every gnode.in */
     int64_t *ia_pool; /* storage of every gnode.ia */
+    int nindexed;       /* nodes whose index operand is a graph input (index_check.c) */
+    int32_t *indexed;
+    int index_computed; /* 1 if some index operand is computed inside the graph */
 } exec_graph;
 
 void exec_graph_free(exec_graph *g);
+
+/* Index data checks (index_check.c). exec_index_operand: which operand of
+ * y holds indices (-1: none), their valid range [0, *lim) and whether
+ * PyTorch's ignore_index -100 is allowed. exec_index_error reports a bad one
+ * from a kernel (err_kernel: any thread). exec_index_scan fills g's
+ * indexed / index_computed; exec_check_indices checks the indexed inputs
+ * before a run: 0, or -1 with the error set. */
+int exec_index_operand(const exec_graph *g, const gnode *y, int64_t *lim, int *ignore);
+int exec_index_ok(int64_t v, int64_t lim, int ignore);
+void exec_index_error(int op, int64_t v, int64_t lim);
+int exec_index_scan(exec_graph *g);
+int exec_check_indices(const exec_graph *g, lt_buffer *const *params);
 
 /* torch.matmul's shape arithmetic, shared by every backend's kernel: 1-D
  * operands gain a dim the output drops; batch dims broadcast (0 against 1

@@ -123,6 +123,7 @@ void exec_graph_free(exec_graph *g) {
     core_free(g->roots);
     core_free(g->in_pool);
     core_free(g->ia_pool);
+    core_free(g->indexed);
     core_free(g);
 }
 
@@ -174,6 +175,10 @@ static exec_graph *build_graph(size_t n, ir_node *const *roots, int nroots, int 
         y->seq = x->op == LT_OP_DATA ? INT32_MIN : (int32_t)(x->seq - g_ir_seq);
     }
     for (int r = 0; r < nroots; r++) g->roots[r] = roots[r]->idx;
+    if (exec_index_scan(g)) {
+        exec_graph_free(g);
+        return NULL;
+    }
     return g;
 }
 
@@ -251,8 +256,13 @@ int exec_sync_nodes_ex(ir_node *const *roots, int nroots, lt_buffer **outs, lt_b
         if (LT_UNLIKELY(g_prof_trace)) prof_span_emit(TRACK_RUNTIME, "compile", c0, c1, NULL);
     }
     prof_sample(M_TensorsGraphSize, (double)n);
+    /* Bad index data fails the sync before anything runs; indices computed
+     * in the graph are checked by the kernels, and then nothing is donated:
+     * a run that stops must leave its inputs intact. */
+    const exec_graph *cg = cache_graph(e);
+    if (LT_UNLIKELY(cg->nindexed) && exec_check_indices(cg, params)) return -1;
     uint64_t r0 = prof_now_ns();
-    int rc = cache_backend(e)->run(cache_exe(e), params, donate, scalars, outs);
+    int rc = cache_backend(e)->run(cache_exe(e), params, cg->index_computed ? NULL : donate, scalars, outs);
     uint64_t r1 = prof_now_ns();
     if (LT_UNLIKELY(g_prof_trace)) prof_span_emit(TRACK_RUNTIME, "execute", r0, r1, NULL);
     prof_timer_add(M_ExecuteTime, r1 - r0);

@@ -379,8 +379,15 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
         run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
         if (LT_UNLIKELY(e->cp.wait != NULL) && dist_pending()) dist_progress(); /* MPI moves only inside MPI calls */
+        /* Bad index data: stop (nothing was donated: sync.c), unless the
+         * graph has collectives: the other ranks expect them, so they run. */
+        if (LT_UNLIKELY(err_kernel_pending()) && e->cp.wait == NULL) break;
     }
     if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, e->nk, sp);
+    if (LT_UNLIKELY(err_kernel_pending())) {
+        err_kernel_take();
+        goto done;
+    }
     if (debug_guards)
         for (int s = 0; s < pl->nslots; s++) {
             const slot *sl = &pl->slots[s];

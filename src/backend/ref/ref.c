@@ -169,6 +169,10 @@ static int ref_run(void *p, lt_buffer *const *inputs, const uint8_t *donatable, 
         uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS */
         ref_run_node(y, args, sc, val[k]->data);
         prof_kernel_end(g_ops[y->op].name, kt0);
+        if (LT_UNLIKELY(err_kernel_pending())) { /* bad index data: the sync fails */
+            err_kernel_take();
+            goto done;
+        }
         for (int i = 0; i < y->nin; i++)
             if (e->last_use[y->in[i]] == k) {
                 buffer_release(val[y->in[i]]);

@@ -1,6 +1,7 @@
 /* Reference gather/scatter_add and index_select/index_add (embedding is
- * index_select on dim 0). ia: [dim]. Indices are int64; one outside
- * [0, size) reads 0 (gathers) or is skipped (scatters). */
+ * index_select on dim 0). ia: [dim]. Indices are int64 or int32; one
+ * outside [0, size) is reported (exec_index_error: the sync fails) and
+ * reads 0 (gathers) or is skipped (scatters) meanwhile. */
 #include "ref_nn.h"
 
 static void strides_of(int nd, const int64_t *shape, int64_t *st) {
@@ -34,6 +35,7 @@ static void add_elem(void *out, lt_dtype od, int64_t i, const ref_arg *src, int6
             }                                                                                 \
             int64_t lim_ = (tnd) ? (tshape)[(dim)] : 1;                                       \
             k = j >= 0 && j < lim_ ? k + j * ((tnd) ? tst_[(dim)] : 1) : -1;                  \
+            if (LT_UNLIKELY(k < 0)) exec_index_error(y->op, j, lim_);                          \
             __VA_ARGS__;                                                                      \
             for (int d_ = nd_ - 1; d_ >= 0; d_--) {                                           \
                 if (++c_[d_] < (ix)->shape[d_]) break;                                        \
@@ -86,8 +88,12 @@ void ref_index_select(const gnode *y, const ref_arg *in, void *out) {
         for (int64_t m = 0; m < M; m++) {
             int64_t j = ld_i(ix->data, ix->dtype, m);
             char *dst = (char *)out + (size_t)((o * M + m) * inner) * es;
-            if (j >= 0 && j < S) memcpy(dst, (const char *)a->data + (size_t)((o * S + j) * inner) * es, row);
-            else memset(dst, 0, row);
+            if (LT_LIKELY(j >= 0 && j < S)) {
+                memcpy(dst, (const char *)a->data + (size_t)((o * S + j) * inner) * es, row);
+            } else {
+                exec_index_error(y->op, j, S);
+                memset(dst, 0, row);
+            }
         }
 }
 
@@ -101,7 +107,10 @@ void ref_index_add(const gnode *y, const ref_arg *in, void *out) {
     for (int64_t o = 0; o < outer; o++)
         for (int64_t m = 0; m < M; m++) {
             int64_t j = ld_i(ix->data, ix->dtype, m);
-            if (j < 0 || j >= S) continue;
+            if (LT_UNLIKELY(j < 0 || j >= S)) {
+                exec_index_error(y->op, j, S);
+                continue;
+            }
             for (int64_t k = 0; k < inner; k++)
                 add_elem(out, (lt_dtype)y->dtype, (o * S + j) * inner + k, src, (o * M + m) * inner + k);
         }

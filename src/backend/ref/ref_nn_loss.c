@@ -1,17 +1,20 @@
-/* Reference losses, mean reduction, and their backward ops. A target
- * outside [0, C) (PyTorch's ignore_index -100 included) is ignored: it adds
- * nothing and is not counted, so the mean is over the valid rows (all rows
- * ignored: 0/0 = NaN, as PyTorch). */
+/* Reference losses, mean reduction, and their backward ops. A target equal
+ * to PyTorch's ignore_index -100 is ignored: it adds nothing and is not
+ * counted, so the mean is over the valid rows (all rows ignored: 0/0 = NaN,
+ * as PyTorch). Any other target outside [0, C) is reported
+ * (exec_index_error: the sync fails) and ignored meanwhile. */
 #include "ref_nn.h"
 
-static int valid(const ref_arg *t, int64_t n, int64_t C, int64_t *cls) {
+static int valid(int op, const ref_arg *t, int64_t n, int64_t C, int64_t *cls) {
     *cls = ld_i(t->data, t->dtype, n);
-    return *cls >= 0 && *cls < C;
+    if (LT_LIKELY(*cls >= 0 && *cls < C)) return 1;
+    if (!exec_index_ok(*cls, C, 1)) exec_index_error(op, *cls, C);
+    return 0;
 }
 
-static int64_t count_valid(const ref_arg *t, int64_t N, int64_t C) {
+static int64_t count_valid(int op, const ref_arg *t, int64_t N, int64_t C) {
     int64_t cnt = 0, cls;
-    for (int64_t n = 0; n < N; n++) cnt += valid(t, n, C, &cls);
+    for (int64_t n = 0; n < N; n++) cnt += valid(op, t, n, C, &cls);
     return cnt;
 }
 
@@ -20,17 +23,17 @@ void ref_nll_loss(const gnode *y, const ref_arg *in, void *out) {
     int64_t N = in[0].shape[0], C = in[0].shape[1], cls;
     double s = 0;
     for (int64_t n = 0; n < N; n++)
-        if (valid(&in[1], n, C, &cls)) s -= ld_f(in[0].data, in[0].dtype, n * C + cls);
-    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(&in[1], N, C));
+        if (valid(y->op, &in[1], n, C, &cls)) s -= ld_f(in[0].data, in[0].dtype, n * C + cls);
+    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(y->op, &in[1], N, C));
 }
 
 /* in: grad () , target (N) -> grad_logp (N, C): -g / count at each target. */
 void ref_nll_loss_bwd(const gnode *y, const ref_arg *in, void *out) {
     int64_t N = y->shape[0], C = y->shape[1], cls;
-    double g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(&in[1], N, C);
+    double g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(y->op, &in[1], N, C);
     for (int64_t i = 0; i < y->numel; i++) st_f(out, (lt_dtype)y->dtype, i, 0.0);
     for (int64_t n = 0; n < N; n++)
-        if (valid(&in[1], n, C, &cls)) st_f(out, (lt_dtype)y->dtype, n * C + cls, -g);
+        if (valid(y->op, &in[1], n, C, &cls)) st_f(out, (lt_dtype)y->dtype, n * C + cls, -g);
 }
 
 /* log-softmax of row n into lp[C], in double, max-subtracted. */
@@ -52,23 +55,23 @@ void ref_cross_entropy(const gnode *y, const ref_arg *in, const double *sc, void
     double ls = sc[0], s = 0;
     double *lp = ref_scratch(C);
     for (int64_t n = 0; n < N; n++) {
-        if (!valid(&in[1], n, C, &cls)) continue;
+        if (!valid(y->op, &in[1], n, C, &cls)) continue;
         log_softmax_row(&in[0], n, C, lp);
         double sm = 0;
         for (int64_t c = 0; c < C; c++) sm -= lp[c];
         s += (1 - ls) * -lp[cls] + (ls != 0 ? ls / (double)C * sm : 0.0);
     }
-    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(&in[1], N, C));
+    st_f(out, (lt_dtype)y->dtype, 0, s / (double)count_valid(y->op, &in[1], N, C));
 }
 
 /* in: grad (), logits (N, C), target (N) -> grad_logits (N, C); sc: [ls].
  * Valid rows: g / count * (softmax - (1 - ls) * onehot(t) - ls / C); others 0. */
 void ref_cross_entropy_bwd(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     int64_t N = y->shape[0], C = y->shape[1], cls;
-    double ls = sc[0], g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(&in[2], N, C);
+    double ls = sc[0], g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(y->op, &in[2], N, C);
     double *lp = ref_scratch(C);
     for (int64_t n = 0; n < N; n++) {
-        int ok = valid(&in[2], n, C, &cls);
+        int ok = valid(y->op, &in[2], n, C, &cls);
         if (ok) log_softmax_row(&in[1], n, C, lp);
         for (int64_t c = 0; c < C; c++) {
             double d = ok ? g * (exp(lp[c]) - (c == cls ? 1 - ls : 0.0) - ls / (double)C) : 0.0;
