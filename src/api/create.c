@@ -29,6 +29,9 @@ static lt_tensor *full(const char *fn, double value, lt_dtype dtype, int ndim, c
     API_ENTER();
     if (!dtype_valid((int)dtype)) return err_set(LT_ERR_DTYPE, "%s: argument 'dtype' is invalid (%d)", fn, (int)dtype);
     if (shape_numel_checked(fn, ndim, shape) < 0) return NULL;
+    if (!dtype_fits(value, dtype))
+        return err_set(LT_ERR_ARG, "%s: argument 'value' %g cannot be converted to %s without overflow", fn, value,
+                       dtype_name(dtype));
     ir_node *n = ir_new(LT_OP_FILL, dtype, ndim, shape, 0, NULL, 0, NULL, 1, &value);
     lt_tensor *t = n ? func_new(n) : NULL;
     API_LEAVE(fn, t);
@@ -67,15 +70,24 @@ lt_tensor *lt_arange(double start, double end, double step, lt_dtype dtype) {
     if (!(step != 0) || !isfinite(start) || !isfinite(end) || !isfinite(step))
         return err_set(LT_ERR_ARG, "lt_arange: arguments 'start' = %g, 'end' = %g, 'step' = %g must be finite with 'step' != 0",
                        start, end, step);
-    if ((end - start) / step < 0)
+    /* PyTorch: integer dtypes truncate the arguments first (a step that
+     * truncates to 0 is refused); the length comes from the truncated
+     * values for int64 and from the double ones for the other dtypes. */
+    int integer = dtype_valid((int)dtype) && !dtype_is_float(dtype) && dtype != LT_BOOL;
+    double ts = integer ? trunc(start) : start, te = integer ? trunc(end) : end, tp = integer ? trunc(step) : step;
+    if (tp == 0)
+        return err_set(LT_ERR_ARG, "lt_arange: argument 'step' = %g truncates to 0 for %s: step must be nonzero", step,
+                       dtype_name(dtype));
+    if (!((tp > 0 && te >= ts) || (tp < 0 && te <= ts)))
         return err_set(LT_ERR_ARG, "lt_arange: argument 'step' %g does not lead from 'start' %g to 'end' %g", step, start, end);
-    double cnt = ceil((end - start) / step);
+    double cnt = dtype == LT_I64 ? ceil((te - ts) / tp) : ceil((end - start) / step);
+    if (!(cnt > 0)) cnt = 0;
     if (cnt > 1e15) return err_set(LT_ERR_OVERFLOW, "lt_arange: %g elements are too many (argument 'step' is too small)", cnt);
     int64_t shape[1] = {(int64_t)cnt};
     lt_buffer *buf;
     if (!from_fn("lt_arange", dtype, 1, shape, &buf)) return NULL;
     for (int64_t i = 0; i < shape[0]; i++) {
-        double v = start + (double)i * step;
+        double v = ts + (double)i * tp;
         switch (dtype) {
         case LT_F32: ((float *)buf->data)[i] = (float)v; break;
         case LT_F64: ((double *)buf->data)[i] = v; break;

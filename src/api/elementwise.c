@@ -243,6 +243,9 @@ static lt_tensor *fill(const char *fn, lt_tensor *a, double value) {
     if (api_check(fn, "a", a)) return NULL;
     if (a->overlaps)
         return err_set(LT_ERR_ARG, "%s: argument 'a' is an expanded view: more than one element refers to a single memory location", fn);
+    if (!dtype_fits(value, (lt_dtype)a->dtype))
+        return err_set(LT_ERR_ARG, "%s: argument 'value' %g cannot be converted to %s without overflow", fn, value,
+                       dtype_name((lt_dtype)a->dtype));
     ir_node *n = ir_new(LT_OP_FILL, (lt_dtype)a->dtype, a->ndim, a->shape, 0, NULL, 0, NULL, 1, &value);
     if (!n || (LT_UNLIKELY(g_ag_on) && ag_check_inplace(fn, a, 0, NULL)) || func_assign(a, n)) return NULL;
     if (LT_UNLIKELY(g_ag_on)) ag_fill(a);

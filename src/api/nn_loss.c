@@ -1,6 +1,8 @@
 /* Losses with mean reduction: nll_loss, cross_entropy (with PyTorch's
  * label smoothing), mse_loss; one node each, a 0-d result. Targets are
- * class indices (N) int64; those outside [0, C) are ignored (ref_nn_loss.c). */
+ * class indices (N) int64; -100 (PyTorch's ignore_index) is ignored, any
+ * other outside [0, C) fails the sync (index_check.c). An unbatched input
+ * (C) with a 0-d target is the batch of one, as PyTorch. */
 #include "nn_util.h"
 
 /* input (N, C) float and target (N) int64. */
@@ -28,8 +30,30 @@ static int check_ls(const char *fn, double ls) {
     return -1;
 }
 
+/* (C) and a 0-d target: the same loss as (1, C) and (1). Returns 1 if so
+ * (*y the result, NULL on error). Views: no node. */
+static int unbatched(lt_tensor *x, lt_tensor *target, double ls, lt_tensor **y,
+                     lt_tensor *(*f)(lt_tensor *, lt_tensor *, double)) {
+    if (!x || x->magic != LT_HANDLE_MAGIC || x->ndim != 1 || !target || target->magic != LT_HANDLE_MAGIC ||
+        target->ndim != 0)
+        return 0;
+    lt_tensor *x2 = lt_unsqueeze(x, 0), *t1 = lt_unsqueeze(target, 0);
+    *y = x2 && t1 ? f(x2, t1, ls) : NULL;
+    lt_free(x2);
+    lt_free(t1);
+    return 1;
+}
+
+static lt_tensor *nll_loss(lt_tensor *logp, lt_tensor *target);
+static lt_tensor *nll2(lt_tensor *x, lt_tensor *t, double ls) {
+    (void)ls;
+    return nll_loss(x, t);
+}
+
 static lt_tensor *nll_loss(lt_tensor *logp, lt_tensor *target) {
     static const char fn[] = "lt_nll_loss";
+    lt_tensor *y;
+    if (unbatched(logp, target, 0, &y, nll2)) return y;
     API_ENTER();
     if (check_class_args(fn, "logp", logp, target)) return NULL;
     int64_t ia[1] = {logp->shape[1]}; /* C, for the backward */
@@ -55,6 +79,8 @@ lt_tensor *nn_nll_loss_backward(lt_tensor *grad_out, lt_tensor *target, int64_t 
 
 static lt_tensor *cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
     static const char fn[] = "lt_cross_entropy";
+    lt_tensor *y;
+    if (unbatched(logits, target, label_smoothing, &y, cross_entropy)) return y;
     API_ENTER();
     if (check_class_args(fn, "logits", logits, target) || check_ls(fn, label_smoothing)) return NULL;
     lt_tensor *in[2] = {logits, target};
@@ -86,8 +112,40 @@ static int check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b) {
     return -1;
 }
 
+/* PyTorch's mse_loss broadcasts a and b and promotes their float dtypes:
+ * expand (a view) and cast to the common shape and dtype, then one node. */
+static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b);
+static lt_tensor *mse_common(lt_tensor *a, lt_tensor *b) {
+    static const char fn[] = "lt_mse_loss";
+    if (api_check(fn, "a", a) || api_check(fn, "b", b) || nn_float(fn, "a", a) || nn_float(fn, "b", b)) return NULL;
+    int64_t shape[LT_MAX_DIMS];
+    int nd = shape_broadcast(a->ndim, a->shape, b->ndim, b->shape, shape);
+    if (nd < 0)
+        return err_set(LT_ERR_SHAPE, "%s: shapes %s ('a') and %s ('b') do not broadcast", fn,
+                       SHAPE_STR(a->ndim, a->shape), SHAPE_STR(b->ndim, b->shape));
+    lt_dtype d[2] = {(lt_dtype)a->dtype, (lt_dtype)b->dtype};
+    lt_dtype dt = dtype_promote(d[0], d[1]); /* F.mse_loss broadcasts first: no 0-d rule */
+    lt_tensor *ab[2] = {a, b}, *c[2], *own[2] = {NULL, NULL}, *t = NULL;
+    for (int i = 0; i < 2; i++) {
+        c[i] = ab[i];
+        if (c[i] && !shape_eq(nd, shape, c[i]->ndim, c[i]->shape)) c[i] = own[i] = lt_expand(c[i], nd, shape);
+        if (c[i] && d[i] != dt) {
+            c[i] = lt_to_dtype(c[i], dt);
+            lt_free(own[i]);
+            own[i] = c[i];
+        }
+    }
+    if (c[0] && c[1]) t = mse_loss(c[0], c[1]);
+    lt_free(own[0]);
+    lt_free(own[1]);
+    return t;
+}
+
 static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b) {
     static const char fn[] = "lt_mse_loss";
+    if (a && b && a->magic == LT_HANDLE_MAGIC && b->magic == LT_HANDLE_MAGIC &&
+        (a->dtype != b->dtype || !shape_eq(a->ndim, a->shape, b->ndim, b->shape)))
+        return mse_common(a, b);
     API_ENTER();
     if (check_pair(fn, a, b)) return NULL;
     lt_tensor *in[2] = {a, b};

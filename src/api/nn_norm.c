@@ -78,7 +78,10 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
                        SHAPE_STR(x->ndim, x->shape));
     if (training && running_mean && (running_mean->overlaps || running_var->overlaps))
         return err_set(LT_ERR_STATE, "%s: running stats ('running_mean', 'running_var') are written in place and must not be an expanded view", fn);
-    int batch = training || !running_mean;
+    if (!training && !running_mean) /* nn layers without running stats pass training = true, as PyTorch's */
+        return err_set(LT_ERR_ARG, "%s: arguments 'running_mean' and 'running_var' must be given in evaluation mode "
+                       "(training = false)", fn);
+    int batch = training;
     /* Synchronized batch norm (nn_sync_bn.c): the global batch's statistics. */
     int sync = training && g_sync_bn && dist_world() > 1;
     lt_tensor *gst = NULL;

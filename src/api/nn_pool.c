@@ -6,7 +6,7 @@
 #include "nn_util.h"
 
 static int check_x(const char *fn, const char *arg, const lt_tensor *x) {
-    if (nn_ndim(fn, arg, x, 4, "(N, C, H, W)") || nn_float(fn, arg, x)) return -1;
+    if (nn_ndim(fn, arg, x, 4, "(N, C, H, W) (or (C, H, W), unbatched)") || nn_float(fn, arg, x)) return -1;
     return 0;
 }
 
@@ -42,6 +42,20 @@ static int pool_shape(const char *fn, const int64_t *in, const int64_t *kernel, 
     return 0;
 }
 
+/* PyTorch's unbatched form: a (C, H, W) input pools as (1, C, H, W) and
+ * gives (C, oH, oW). Returns 1 if x is such an input (and *y the result,
+ * NULL on error), 0 otherwise. The views cost no node. */
+static int unbatched(lt_tensor *x, lt_tensor **y, lt_tensor *(*f)(lt_tensor *, const int64_t *, const int64_t *,
+                                                                  const int64_t *),
+                     const int64_t *a0, const int64_t *a1, const int64_t *a2) {
+    if (!x || x->magic != LT_HANDLE_MAGIC || x->ndim != 3) return 0;
+    lt_tensor *x4 = lt_unsqueeze(x, 0), *y4 = x4 ? f(x4, a0, a1, a2) : NULL;
+    *y = y4 ? lt_squeeze(y4, 0) : NULL;
+    lt_free(x4);
+    lt_free(y4);
+    return 1;
+}
+
 static lt_tensor *pool(const char *fn, int op, lt_tensor *x, const int64_t *kernel, const int64_t *stride,
                        const int64_t *padding) {
     API_ENTER();
@@ -54,10 +68,19 @@ static lt_tensor *pool(const char *fn, int op, lt_tensor *x, const int64_t *kern
 }
 
 lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]) {
+    lt_tensor *y;
+    if (unbatched(x, &y, lt_max_pool2d, kernel, stride, padding)) return y;
     return pool("lt_max_pool2d", LT_OP_MAX_POOL2D, x, kernel, stride, padding);
 }
 lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2]) {
+    lt_tensor *y;
+    if (unbatched(x, &y, lt_avg_pool2d, kernel, stride, padding)) return y;
     return pool("lt_avg_pool2d", LT_OP_AVG_POOL2D, x, kernel, stride, padding);
+}
+
+static lt_tensor *adaptive3(lt_tensor *x, const int64_t *out_hw, const int64_t *u1, const int64_t *u2) {
+    (void)u1, (void)u2;
+    return lt_adaptive_avg_pool2d(x, out_hw);
 }
 
 
@@ -92,6 +115,8 @@ lt_tensor *nn_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4]
 
 lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t out_hw[2]) {
     static const char fn[] = "lt_adaptive_avg_pool2d";
+    lt_tensor *y;
+    if (unbatched(x, &y, adaptive3, out_hw, NULL, NULL)) return y;
     API_ENTER();
     if (api_check(fn, "x", x) || check_x(fn, "x", x)) return NULL;
     if (!out_hw) return err_set(LT_ERR_NULL, "%s: argument 'out_hw' is NULL", fn);

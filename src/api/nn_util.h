@@ -31,6 +31,14 @@ static inline int nn_int64(const char *fn, const char *arg, const lt_tensor *t) 
     return -1;
 }
 
+/* index_select and embedding take int32 indices too, as PyTorch (gather
+ * and the losses' targets do not). */
+static inline int nn_index_dtype(const char *fn, const char *arg, const lt_tensor *t) {
+    if (t->dtype == LT_I64 || t->dtype == LT_I32) return 0;
+    err_set(LT_ERR_DTYPE, "%s: argument '%s' must be int64 or int32, got %s", fn, arg, dtype_name((lt_dtype)t->dtype));
+    return -1;
+}
+
 /* t must have ref's dtype (ref_arg names it in the message). */
 static inline int nn_same_dtype(const char *fn, const char *arg, const lt_tensor *t, const char *ref_arg,
                                 const lt_tensor *ref) {

@@ -81,9 +81,11 @@ static lt_tensor *argreduce(const char *fn, int op, lt_tensor *a, int dim, bool 
     if (api_check(fn, "a", a)) return NULL;
     int d = dim_wrap(dim, a->ndim);
     if (d < 0) return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
+    /* PyTorch has no bool kernel; it answers without one only when nothing is compared */
+    if (a->dtype == LT_BOOL && a->numel > 0 && a->ndim && a->shape[d] != 1)
+        return err_set(LT_ERR_DTYPE, "%s: argument 'a' must not be bool", fn);
     if (a->ndim && a->shape[d] == 0)
         return err_set(LT_ERR_SHAPE, "%s: dim %d of shape %s is empty", fn, d, SHAPE_STR(a->ndim, a->shape));
-    if (a->dtype == LT_BOOL) return err_set(LT_ERR_DTYPE, "%s: argument 'a' must not be bool", fn);
     int64_t shape[LT_MAX_DIMS];
     int nd = reduced_shape(a, a->ndim ? 1ull << d : 0, keepdim, shape);
     ir_node *v = func_value(a);
@@ -102,6 +104,9 @@ static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
     if (api_check(fn, "a", a)) return NULL;
     int d = dim_wrap(dim, a->ndim);
     if (d < 0) return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
+    /* PyTorch has no bool kernel; it answers without one only when nothing is compared */
+    if (a->dtype == LT_BOOL && a->numel > 0 && a->ndim && a->shape[d] != 1)
+        return err_set(LT_ERR_DTYPE, "%s: argument 'a' must not be bool", fn);
     if (!dtype_is_float((lt_dtype)a->dtype))
         return err_set(LT_ERR_DTYPE, "%s: argument 'a' must be a floating dtype, got %s", fn,
                        dtype_name((lt_dtype)a->dtype));

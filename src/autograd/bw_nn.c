@@ -62,8 +62,10 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
             if (x->ndim == 1) {
                 gi[1] = lt_matmul(K(lt_unsqueeze(g, 1)), K(lt_unsqueeze(x, 0)));
             } else {
-                int64_t k = x->shape[x->ndim - 1], o = g->shape[g->ndim - 1];
-                lt_tensor *g2 = K(lt_reshape(g, 2, (int64_t[]){-1, o})), *x2 = K(lt_reshape(x, 2, (int64_t[]){-1, k}));
+                /* rows spelled out, not -1: a zero-size K or O leaves -1 undetermined */
+                int64_t k = x->shape[x->ndim - 1], o = g->shape[g->ndim - 1], rows = 1;
+                for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
+                lt_tensor *g2 = K(lt_reshape(g, 2, (int64_t[]){rows, o})), *x2 = K(lt_reshape(x, 2, (int64_t[]){rows, k}));
                 gi[1] = lt_matmul(K(lt_t(g2)), x2);
             }
         }

@@ -1,6 +1,9 @@
 /* dtypes and PyTorch's type promotion (bool < integers < floats). */
 #include "core.h"
 
+#include <float.h>
+#include <math.h>
+
 static int category(lt_dtype d) { return d == LT_BOOL ? 0 : dtype_is_float(d) ? 2 : 1; }
 
 lt_dtype dtype_promote(lt_dtype a, lt_dtype b) {
@@ -34,6 +37,19 @@ lt_dtype dtype_result(int n, const lt_dtype *d, unsigned zmask) {
 /* A double scalar behaves like a Python float: it lifts bool and integer
  * tensors to the default float dtype and leaves float tensors alone. */
 lt_dtype dtype_with_scalar(lt_dtype a) { return dtype_is_float(a) ? a : LT_F32; }
+
+/* PyTorch's check when a Python number becomes a tensor's element (full,
+ * fill_): integers take finite values within their range; floats take
+ * inf and NaN but not a finite value beyond their largest; bool takes all. */
+int dtype_fits(double v, lt_dtype d) {
+    switch (d) {
+    case LT_I32: return v >= -2147483648.0 && v <= 2147483647.0;
+    case LT_I64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case LT_F32: return !isfinite(v) || fabs(v) <= FLT_MAX;
+    case LT_BF16: return !isfinite(v) || fabs(v) <= 3.3895313892515355e38; /* bfloat16's largest */
+    default: return 1;
+    }
+}
 
 int dtype_can_cast(lt_dtype from, lt_dtype to) {
     if (dtype_is_float(from) && !dtype_is_float(to)) return 0;

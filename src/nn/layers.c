@@ -76,7 +76,10 @@ lt_tensor *nn_bn2d_forward(nn_bn2d *b, lt_tensor *x, bool training) {
         lt_add_(b->num_batches_tracked, b->one);
         lt_no_grad_end();
     }
-    return lt_batch_norm(x, b->weight, b->bias, b->running_mean, b->running_var, training, b->momentum, b->eps);
+    /* Without running stats the layer normalizes with batch statistics in
+     * eval mode too (PyTorch's bn_training). */
+    return lt_batch_norm(x, b->weight, b->bias, b->running_mean, b->running_var, training || !b->running_mean,
+                         b->momentum, b->eps);
 }
 
 void nn_bn2d_free(nn_bn2d *b) {
