@@ -91,16 +91,12 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         gi[0] = lt_where(K(lt_le(OUT, z)), z, g);
         break;
     }
-    case LT_OP_TANH: { /* g (1 - out^2) */
-        lt_tensor *t = K(lt_mul(g, OUT));
-        gi[0] = lt_sub(g, K(lt_mul(t, OUT)));
+    case LT_OP_TANH: /* PyTorch's g * (1 - out^2): an inf g stays inf (g - g out^2 would be inf - inf) */
+        gi[0] = lt_mul(g, K(lt_add_scalar(K(lt_mul_scalar(K(lt_mul(OUT, OUT)), -1.0)), 1.0)));
         break;
-    }
-    case LT_OP_SIGMOID: { /* g out (1 - out) */
-        lt_tensor *t = K(lt_mul(g, OUT));
-        gi[0] = lt_sub(t, K(lt_mul(t, OUT)));
+    case LT_OP_SIGMOID: /* PyTorch's g * (1 - out) * out, in that order */
+        gi[0] = lt_mul(K(lt_mul(g, K(lt_add_scalar(K(lt_mul_scalar(OUT, -1.0)), 1.0)))), OUT);
         break;
-    }
     case LT_OP_LERP:
         if (NEED(0)) gi[0] = lt_mul_scalar(g, 1.0 - s);
         if (NEED(1)) gi[1] = lt_mul_scalar(g, s);
@@ -111,10 +107,10 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(2)) gi[2] = lt_where(SAVED(0), z, g);
         break;
     }
-    case LT_OP_ADDCMUL: /* a + v t1 t2 */
+    case LT_OP_ADDCMUL: /* a + v t1 t2; PyTorch's order, g (t2 v): an integer t2 times v rounds to float32 first */
         if (NEED(0)) gi[0] = ag_same(g);
-        if (NEED(1)) gi[1] = lt_mul_scalar(K(lt_mul(g, SAVED(2))), s);
-        if (NEED(2)) gi[2] = lt_mul_scalar(K(lt_mul(g, SAVED(1))), s);
+        if (NEED(1)) gi[1] = lt_mul(g, K(lt_mul_scalar(SAVED(2), s)));
+        if (NEED(2)) gi[2] = lt_mul(g, K(lt_mul_scalar(SAVED(1), s)));
         break;
     case LT_OP_ADDCDIV: { /* a + v t1 / t2 */
         if (NEED(0)) gi[0] = ag_same(g);
