@@ -2,7 +2,7 @@
  * lt_mark_step) on fake data: the library ops (conv, pooling, batch norm)
  * on the cpu backend (oneDNN + fast C kernels) vs the reference backend.
  * Compare with PyTorch eager on the same machine and thread count:
- *   NT=2 /usr/bin/python3 /work/shared/anchors/train_bench.py resnet18 8 64 eager
+ *   NT=2 /usr/bin/python3 bench/pytorch/train_bench.py resnet18 8 64 eager
  * Usage: bench_conv [model] [batch] [res] [steps] [cpu|ref] [classes]
  *   defaults: resnet20 8 32 6 cpu 10 (LT_NUM_THREADS sets the threads).
  * Prints the median step time after two warm-up steps, and the first step

@@ -1,7 +1,7 @@
 /* Time to TRACE one training step (forward, cross-entropy, backward, AdamW
  * step), no execution inside the timed region: the issue-4 budget is 1 ms
  * for ResNet-50 and 0.5 ms for ResNet-18 (PyTorch's lazy tensor core: 30.6
- * and 15.6 ms, ../shared/anchors/train_bench.py). Each repetition is then
+ * and 15.6 ms, bench/pytorch/train_bench.py). Each repetition is then
  * synced (untimed) so the next one starts from materialized parameters.
  * Sizes follow the anchor: 1000 classes, 64x64 images, batch 2 (ResNet-50)
  * or 8 (ResNet-18); tracing cost does not depend on them.

@@ -103,7 +103,7 @@ int nn_resnet_init(nn_resnet *m, nn_registry *r, int depth, int64_t in_channels,
     if (!m->blocks) return -1;
     /* torchvision's ResNets re-initialize convs (kaiming_normal_, fan_out);
      * the CIFAR-style ResNet-20 is a plain PyTorch model with nn.Conv2d's
-     * default init, as in ../shared/anchors/fmnist_resnet20.py. */
+     * default init, as in bench/pytorch/fmnist_resnet20.py. */
     nn_init k = m->imagenet_stem ? NN_INIT_KAIMING_FAN_OUT : NN_INIT_DEFAULT;
     if (m->imagenet_stem ? nn_conv2d_init(&m->conv1, r, "conv1", in_channels, width, 7, 2, 3, false, k)
                          : nn_conv2d_init(&m->conv1, r, "conv1", in_channels, width, 3, 1, 1, false, k))
