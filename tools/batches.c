@@ -149,6 +149,16 @@ int batches_open(cli_batches *b, const cli_opts *o, bool train) {
     return rc;
 }
 
+int batches_shard(cli_batches *b, int64_t rank, int64_t world) {
+    if (world == 1) return 0;
+    if (b->fl) {
+        fprintf(stderr, "lazytensor: --data imagefolder is not sharded across processes yet; run it in one process\n");
+        return -1;
+    }
+    data_loader_shard(&b->ml, rank, world);
+    return 0;
+}
+
 int64_t batches_per_epoch(const cli_batches *b) {
     if (b->fl) return data_floader_batches(b->fl);
     return b->ml.ds ? (b->ml.shuffle ? data_loader_full_batches(&b->ml) : (b->n + b->batch - 1) / b->batch) : 0;

@@ -19,6 +19,10 @@ typedef struct cli_batches {
  * batch dropped) or the test split (in order, every image). 0, or -1 with
  * the reason printed on stderr. */
 int batches_open(cli_batches *b, const cli_opts *o, bool train);
+/* Several processes: this rank reads only its share of each epoch
+ * (data_loader_shard). 0, or -1 with a message (image folders are not
+ * sharded yet). A world of one changes nothing. */
+int batches_shard(cli_batches *b, int64_t rank, int64_t world);
 int64_t batches_per_epoch(const cli_batches *b);
 /* Batch i of `epoch` as new tensors (free both); rows, 0 past the end, -1
  * with the library error set. */

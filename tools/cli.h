@@ -34,6 +34,7 @@ typedef struct cli_opts {
     const char *backend;      /* NULL: library default */
     const char *save, *resume, *trace_file, *report, *plot;
     bool metrics, augment;
+    bool sync_bn;             /* several processes: batch statistics of the global batch */
     int64_t test_size;        /* -1: whole test set, 0: no evaluation */
     int64_t eval_batch;
     int64_t log_every;        /* non-terminal progress: a line every N steps */
@@ -93,6 +94,8 @@ typedef struct run_stats {
     double uncached, cached, peak_bytes;
     bool interrupted;                 /* stopped by SIGINT/SIGTERM */
     int64_t images_skipped, images_decoded; /* image folders */
+    int world;                        /* processes (mpirun -np); the global batch is batch * world */
+    double comm_exposed_s;            /* time the steps waited on communication */
 } run_stats;
 
 /* train.c */

@@ -71,5 +71,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "export-images")) return cmd_export_images(&o);
     if (!strcmp(cmd, "eval")) return cmd_eval(&o);
     interrupt_install();
-    return cmd_train(&o, NULL);
+    rc = cmd_train(&o, NULL);
+    /* Several processes: a rank that fails alone would leave the others
+     * waiting in a collective; end the whole job with its status. */
+    if (rc && lt_dist_world_size() > 1) lt_dist_abort(rc);
+    return rc;
 }

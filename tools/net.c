@@ -75,12 +75,35 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
     if (n->bf16) lt_autocast_end();
     lt_free(logits);
-    if (!loss || lt_backward(loss) || lt_optim_step(n->opt)) {
+    lt_tensor **p;
+    int np = lt_model_params(n->m, &p, NULL);
+    /* Several ranks: the gradients are averaged inside the same graph (a
+     * world of one traces nothing more). */
+    if (!loss || lt_backward(loss) || lt_dist_average_grads(np, p) || lt_optim_step(n->opt)) {
         lt_free(loss);
         return NULL;
     }
     lt_optim_zero_grad(n->opt); /* nothing holds the gradients: never materialized */
-    return loss;
+    if (lt_dist_world_size() == 1) return loss;
+    /* The loss reported is the global batch's: the mean over the ranks' equal shares. */
+    lt_no_grad_begin();
+    lt_tensor *global = lt_clone(loss);
+    if (global && !lt_all_reduce_(global, LT_REDUCE_MEAN)) lt_free(global), global = NULL;
+    lt_no_grad_end();
+    lt_free(loss);
+    return global;
+}
+
+int net_broadcast(cli_net *n) {
+    if (lt_dist_world_size() == 1) return 0;
+    lt_tensor **st;
+    int ns = lt_model_state(n->m, &st, NULL), rc = ns < 0 ? -1 : 0;
+    lt_no_grad_begin();
+    for (int i = 0; i < ns && !rc; i++)
+        if (!lt_broadcast_(st[i], 0)) rc = -1;
+    lt_no_grad_end();
+    if (!rc) lt_mark_step();
+    return rc || lt_error() ? -1 : 0;
 }
 
 lt_tensor *net_logits(cli_net *n, lt_tensor *x) {

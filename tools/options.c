@@ -76,6 +76,8 @@ static const struct opt {
     {"backend", "NAME", STR, O(backend), "ref|cpu", "execution backend (sets LT_BACKEND)", "cpu"},
     {"augment", NULL, FLAG, O(augment), NULL,
      "random crop (pad 2) and horizontal flip; image folders: RandomResizedCrop and horizontal flip", "off"},
+    {"sync-bn", NULL, FLAG, O(sync_bn), NULL,
+     "under mpirun: batch norm over the global batch, as PyTorch's SyncBatchNorm", "off (per process)"},
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
      "all; fake: 1000"},
     {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},

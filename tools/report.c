@@ -23,7 +23,10 @@ void report_json(FILE *f, const run_stats *st) {
             st->data, st->optimizer, st->precision);
     fprintf(f, "\"steps\": %lld, \"first_step\": %lld, \"batch_size\": %lld, ", (long long)st->steps,
             (long long)st->first_step, (long long)st->batch);
-    num(f, "images_per_sec", st->wall_s > 0 ? (double)(st->steps * st->batch) / st->wall_s : NAN, ", ");
+    int64_t world = st->world > 0 ? st->world : 1;
+    fprintf(f, "\"world_size\": %lld, \"global_batch\": %lld, ", (long long)world, (long long)(st->batch * world));
+    num(f, "images_per_sec", st->wall_s > 0 ? (double)(st->steps * st->batch * world) / st->wall_s : NAN, ", ");
+    num(f, "comm_exposed_ms_per_step", per_step(st->comm_exposed_s, st->steps), ", ");
     num(f, "trace_ms_per_step", per_step(st->trace_s, st->steps), ", ");
     num(f, "compile_ms_total", st->compile_s * 1e3, ", ");
     num(f, "execute_ms_per_step", per_step(st->exec_s, st->steps), ", ");
@@ -61,7 +64,7 @@ void report_table(FILE *f, const run_stats *st) {
     if (isfinite(st->test_acc)) fprintf(f, "  %-22s %12.2f %%\n", "test accuracy", st->test_acc);
     if (isfinite(st->final_loss)) fprintf(f, "  %-22s %12.4f\n", "final loss", st->final_loss);
     if (st->wall_s > 0)
-        fprintf(f, "  %-22s %12.0f\n", "images/s", (double)(st->steps * st->batch) / st->wall_s);
+        fprintf(f, "  %-22s %12.0f\n", "images/s", (double)(st->steps * st->batch * (st->world > 0 ? st->world : 1)) / st->wall_s);
     fprintf(f, "  time split (training steps):\n");
     row(f, "data", st->data_s * 1e3, total);
     row(f, "trace", st->trace_s * 1e3, total);
@@ -74,6 +77,9 @@ void report_table(FILE *f, const run_stats *st) {
     if (st->images_decoded)
         fprintf(f, "  %-22s %12.0f img/s decoded, %lld bad files skipped\n", "image folder",
                 st->wall_s > 0 ? (double)st->images_decoded / st->wall_s : 0, (long long)st->images_skipped);
+    if (st->world > 1)
+        fprintf(f, "  %-22s %12d x batch %lld = %lld, waited on communication %.1f ms/step\n", "processes", st->world,
+                (long long)st->batch, (long long)st->batch * st->world, per_step(st->comm_exposed_s, st->steps));
     if (isfinite(st->peak_bytes) && st->peak_bytes > 0)
         fprintf(f, "  %-22s %12.1f MiB\n", "peak memory", st->peak_bytes / (1024.0 * 1024.0));
     fflush(f);

@@ -33,8 +33,8 @@ static double evaluate(cli_net *net, cli_batches *te, const cli_opts *o, FILE *h
     progress pg;
     progress_init(&pg, human, batches_per_epoch(te), o->log_every);
     double correct = 0;
-    int64_t seen = 0;
-    for (int64_t b = 0;; b++) {
+    int64_t seen = 0, rank = lt_dist_rank(), world = lt_dist_world_size();
+    for (int64_t b = rank;; b += world) { /* several ranks: every world-th batch from this rank's */
         lt_tensor *x, *y;
         int64_t rows = interrupted() ? 0 : batches_next(te, 0, b, &x, &y);
         if (rows <= 0) break;
@@ -45,6 +45,13 @@ static double evaluate(cli_net *net, cli_batches *te, const cli_opts *o, FILE *h
         progress_eval(&pg, b + 1, seen += rows);
     }
     progress_done(&pg);
+    if (world > 1) { /* every rank reaches this all-reduce once, whatever its number of batches */
+        double v[2] = {correct, (double)seen};
+        lt_tensor *c = lt_from_data(v, LT_F64, 1, (int64_t[]){2});
+        if (!lt_all_reduce_(c, LT_REDUCE_SUM) || lt_to_host(c, v, sizeof v)) v[0] = NAN;
+        lt_free(c);
+        correct = v[0], seen = (int64_t)v[1];
+    }
     return lt_error() || interrupted() ? NAN : 100.0 * correct / (double)seen;
 }
 
@@ -71,7 +78,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
     if (!st->loss || !accs || !acc_steps) return -1;
     progress pg;
     progress_init(&pg, human ? stderr : NULL, total, o->log_every);
-    double t_run = cli_now(), mark_s = 0, comp_s = 0;
+    double t_run = cli_now(), mark_s = 0, comp_s = 0, exposed0 = lt_metric("CommExposedTime");
     int rc = 0;
     for (int64_t step = start; step < total; step++) {
         if (interrupted()) {
@@ -106,7 +113,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
         comp_s += dc;
         st->loss[st->steps++] = lv;
         double el = st->data_s + st->trace_s + mark_s, per = (cli_now() - t_run) / (double)st->steps;
-        progress_update(&pg, step + 1, lv, (double)(st->steps * tr->batch) / el, (t2 - t1) * 1e3,
+        progress_update(&pg, step + 1, lv, (double)(st->steps * tr->batch * st->world) / el, (t2 - t1) * 1e3,
                         (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
         if (b == nb - 1 || step + 1 == total) { /* end of an epoch, or of the run */
             progress_done(&pg);
@@ -129,6 +136,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
     st->exec_s = mark_s - comp_s;
     st->batch = tr->batch;
     batches_stats(tr, &st->images_skipped, &st->images_decoded);
+    st->comm_exposed_s = lt_metric("CommExposedTime") - exposed0;
     return rc;
 }
 
@@ -151,6 +159,7 @@ static int finish(const cli_opts *o, cli_net *net, run_stats *st, FILE *human) {
         save = dflt;
     }
     FILE *msg = human ? human : stderr;
+    if (lt_dist_rank() != 0) return st->interrupted ? CLI_INTERRUPTED : rc; /* only rank 0 writes */
     if (save) {
         if (net_save(net, o, save, st)) rc = CLI_SAVE_FAILED;
         else fprintf(msg, "saved checkpoint %s at step %lld (continue with --resume %s)\n", save, (long long)step, save);
@@ -185,14 +194,21 @@ static int check_steps_left(const cli_opts *o, int64_t first_step, int64_t nb, i
 
 int cmd_train(const cli_opts *o, run_stats *out) {
     FILE *human = o->quiet ? NULL : o->report ? stderr : stdout; /* stdout carries only the JSON then */
+    int world = lt_dist_world_size();
+    if (lt_dist_rank() != 0) human = NULL; /* several ranks: rank 0 speaks for all */
+    lt_dist_set_sync_bn(o->sync_bn);
     cli_batches tr, te;
-    run_stats st = {0};
+    run_stats st = {.world = world};
     if (batches_open(&tr, o, true)) return CLI_FAILED;
     if (batches_open(&te, o, false)) return batches_close(&tr), CLI_FAILED;
+    if (batches_shard(&tr, lt_dist_rank(), world)) {
+        batches_close(&tr), batches_close(&te);
+        return CLI_USAGE;
+    }
     int rc = CLI_OK;
-    if (o->batch_size > tr.n) {
-        fprintf(stderr, "lazytensor: --batch-size %lld is larger than the training set (%lld images)\n",
-                (long long)o->batch_size, (long long)tr.n);
+    if (o->batch_size > tr.n / world) {
+        fprintf(stderr, "lazytensor: --batch-size %lld is larger than the training set (%lld images%s)\n",
+                (long long)o->batch_size, (long long)(tr.n / world), world > 1 ? " per process" : "");
         rc = CLI_USAGE;
     }
     lt_manual_seed(o->seed);
@@ -201,6 +217,10 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     if (!rc && o->resume) {
         int r = net_load(net, o, o->resume, &st);
         if (r) rc = r == -2 ? CLI_USAGE : CLI_FAILED;
+    }
+    if (!rc && net_broadcast(net)) { /* every rank starts from rank 0's weights */
+        fprintf(stderr, "lazytensor: broadcasting the weights: %s\n", lt_error_message());
+        rc = CLI_FAILED;
     }
     int64_t nb = batches_per_epoch(&tr), total = o->steps ? o->steps : nb * o->epochs;
     if (!rc && check_steps_left(o, st.first_step, nb, total)) rc = CLI_USAGE;
@@ -212,6 +232,9 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     if (!rc && human) {
         fprintf(human, "training %s on %s: %lld images %dx%dx%d, batch %lld, %s lr %g, %s\n", net_describe(net),
                 o->data, (long long)tr.n, tr.c, tr.hw, tr.hw, (long long)o->batch_size, o->optimizer, o->lr, o->precision);
+        if (world > 1)
+            fprintf(human, "%d processes x batch %lld = global batch %lld%s\n", world, (long long)o->batch_size,
+                    (long long)o->batch_size * world, o->sync_bn ? ", batch norm synchronized" : "");
         if (st.first_step) fprintf(human, "resumed from %s at step %lld\n", o->resume, (long long)st.first_step);
     }
     if (!rc) {

@@ -62,6 +62,7 @@ typedef struct data_loader {
     bool shuffle, augment;
     int64_t *perm;          /* order of the current epoch */
     int64_t perm_epoch;     /* epoch `perm` was built for; -1: none */
+    int64_t rank, world;    /* data_loader_shard; 0, 1: everything */
     float *x;               /* (batch, c, h, w), reused every batch */
     int64_t *y;             /* (batch) */
     uint8_t *tmp, *tmp2;    /* one sample's raw pixels */
@@ -71,6 +72,12 @@ typedef struct data_loader {
 int data_loader_init(data_loader *l, const data_set *ds, int64_t batch, uint64_t seed, bool shuffle,
                      bool augment);
 void data_loader_free(data_loader *l);
+/* Reads only this rank's share of every epoch, as torch's
+ * DistributedSampler with drop_last: the permutation's first
+ * floor(n / world) * world entries, every world-th from `rank`. Batch b of
+ * the W ranks together is then exactly batch b of one loader whose batch is
+ * W times larger (the same images, in another order). */
+void data_loader_shard(data_loader *l, int64_t rank, int64_t world);
 /* Full batches per epoch (training drops the last partial batch). */
 int64_t data_loader_full_batches(const data_loader *l);
 /* Fills l->x / l->y with batch b of epoch `epoch`; returns the number of rows

@@ -27,6 +27,7 @@ int data_loader_init(data_loader *l, const data_set *ds, int64_t batch, uint64_t
     l->shuffle = shuffle;
     l->augment = augment;
     l->perm_epoch = -1;
+    l->world = 1;
     l->perm = malloc(sizeof *l->perm * (size_t)ds->n);
     l->x = malloc(sizeof *l->x * sz * (size_t)batch);
     l->y = malloc(sizeof *l->y * (size_t)batch);
@@ -49,7 +50,12 @@ void data_loader_free(data_loader *l) {
     memset(l, 0, sizeof *l);
 }
 
-int64_t data_loader_full_batches(const data_loader *l) { return l->ds->n / l->batch; }
+void data_loader_shard(data_loader *l, int64_t rank, int64_t world) {
+    l->rank = rank;
+    l->world = world;
+}
+
+int64_t data_loader_full_batches(const data_loader *l) { return l->ds->n / l->world / l->batch; }
 
 static void build_perm(data_loader *l, int64_t epoch) {
     int64_t n = l->ds->n;
@@ -80,13 +86,13 @@ static void augment(const data_set *ds, const uint8_t *src, uint8_t *dst, uint64
 
 int64_t data_loader_fill(data_loader *l, int64_t epoch, int64_t b) {
     const data_set *ds = l->ds;
-    int64_t start = b * l->batch;
-    if (b < 0 || start >= ds->n) return 0;
-    int64_t rows = ds->n - start < l->batch ? ds->n - start : l->batch;
+    int64_t start = b * l->batch, n = ds->n / l->world; /* this rank's share */
+    if (b < 0 || start >= n) return 0;
+    int64_t rows = n - start < l->batch ? n - start : l->batch;
     if (l->perm_epoch != epoch) build_perm(l, epoch);
     size_t sz = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
     for (int64_t r = 0; r < rows; r++) {
-        int64_t idx = l->perm[start + r];
+        int64_t idx = l->perm[(start + r) * l->world + l->rank];
         l->y[r] = data_sample(ds, idx, l->tmp);
         const uint8_t *px = l->tmp;
         if (l->augment) {
