@@ -428,6 +428,16 @@ void      lt_sched_free(lt_sched *s);
 typedef struct lt_model lt_model;
 lt_model  *lt_model_new(const char *name, int in_channels, int num_classes); /* new; lt_model_free */
 lt_model  *lt_model_mlp(int nsizes, const int64_t *sizes);  /* Linear fc1..fc(nsizes-1), ReLU between */
+/* GPT-2 (nanoGPT's layout and names, issue 16): pre-norm blocks, learned
+ * position embeddings, the output projection tied to the token embedding,
+ * GPT-2's initialization. lt_model_forward takes (B, T) int64 tokens, T <=
+ * block_size, and returns (B, T, vocab_size) logits. lt_model_new("gpt",
+ * 1, vocab) is n_layer 6, n_head 6, n_embd 384, block_size 256. */
+typedef struct lt_gpt_config {
+    int64_t n_layer, n_head, n_embd, block_size, vocab_size;
+    double dropout; /* embeddings, residuals and attention probabilities, when training */
+} lt_gpt_config;
+lt_model  *lt_model_gpt(const lt_gpt_config *cfg);           /* new; lt_model_free */
 void       lt_model_free(lt_model *m);                       /* NULL is a no-op */
 lt_tensor *lt_model_forward(lt_model *m, lt_tensor *x);      /* new handle: logits (N, classes) */
 void       lt_model_train(lt_model *m, bool training);       /* BN: batch statistics vs running ones */

@@ -5,7 +5,7 @@
 #include "../core/core.h"
 #include "../func/func.h"
 
-typedef enum model_kind { MODEL_MLP, MODEL_RESNET } model_kind;
+typedef enum model_kind { MODEL_MLP, MODEL_RESNET, MODEL_GPT } model_kind;
 
 struct lt_model {
     model_kind kind;
@@ -13,6 +13,7 @@ struct lt_model {
     nn_registry reg;
     nn_mlp mlp;
     nn_resnet resnet;
+    nn_gpt gpt;
 };
 
 static lt_model *finish(lt_model *m, int rc) {
@@ -31,6 +32,25 @@ lt_model *lt_model_mlp(int nsizes, const int64_t *sizes) {
     return finish(m, nn_mlp_init(&m->mlp, &m->reg, nsizes, sizes));
 }
 
+lt_model *lt_model_gpt(const lt_gpt_config *cfg) {
+    static const char fn[] = "lt_model_gpt";
+    if (!cfg) return err_set(LT_ERR_NULL, "%s: argument 'cfg' is NULL", fn);
+    if (cfg->n_layer < 1 || cfg->n_head < 1 || cfg->n_embd < 1 || cfg->block_size < 1 || cfg->vocab_size < 1)
+        return err_set(LT_ERR_ARG, "%s: every size must be >= 1 (n_layer %lld, n_head %lld, n_embd %lld, "
+                       "block_size %lld, vocab_size %lld)", fn, (long long)cfg->n_layer, (long long)cfg->n_head,
+                       (long long)cfg->n_embd, (long long)cfg->block_size, (long long)cfg->vocab_size);
+    if (cfg->n_embd % cfg->n_head)
+        return err_set(LT_ERR_ARG, "%s: n_embd %lld is not a multiple of n_head %lld", fn, (long long)cfg->n_embd,
+                       (long long)cfg->n_head);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
+        return err_set(LT_ERR_ARG, "%s: dropout is %g; must be in [0, 1)", fn, cfg->dropout);
+    lt_model *m = core_calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->kind = MODEL_GPT;
+    m->training = true;
+    return finish(m, nn_gpt_init(&m->gpt, &m->reg, cfg));
+}
+
 lt_model *lt_model_new(const char *name, int in_channels, int num_classes) {
     if (!name) return err_set(LT_ERR_NULL, "lt_model_new: argument 'name' is NULL");
     if (in_channels <= 0 || num_classes <= 0)
@@ -41,9 +61,13 @@ lt_model *lt_model_new(const char *name, int in_channels, int num_classes) {
         int64_t sizes[4] = {(int64_t)in_channels * 28 * 28, 256, 128, num_classes};
         return lt_model_mlp(4, sizes);
     }
+    if (!strcmp(name, "gpt")) { /* num_classes: the vocabulary */
+        lt_gpt_config cfg = {6, 6, 384, 256, num_classes, 0.0};
+        return lt_model_gpt(&cfg);
+    }
     int depth = !strcmp(name, "resnet20") ? 20 : !strcmp(name, "resnet18") ? 18 : !strcmp(name, "resnet50") ? 50 : 0;
     if (!depth)
-        return err_set(LT_ERR_ARG, "lt_model_new: argument 'name': unknown model '%s' (mlp, resnet20, resnet18, resnet50)", name);
+        return err_set(LT_ERR_ARG, "lt_model_new: argument 'name': unknown model '%s' (mlp, resnet20, resnet18, resnet50, gpt)", name);
     lt_model *m = core_calloc(1, sizeof *m);
     if (!m) return NULL;
     m->kind = MODEL_RESNET;
@@ -62,6 +86,13 @@ lt_tensor *lt_model_forward(lt_model *m, lt_tensor *x) {
             return err_set(LT_ERR_SHAPE, "lt_model_forward: argument 'x' %s must be (N, ...) with %lld features",
                            SHAPE_STR(lt_ndim(x), lt_shape(x)), (long long)k);
         return nn_mlp_forward(&m->mlp, x);
+    }
+    if (m->kind == MODEL_GPT) {
+        if (lt_ndim(x) != 2 || lt_dtype_of(x) != LT_I64 || lt_shape(x)[1] < 1 ||
+            lt_shape(x)[1] > m->gpt.cfg.block_size)
+            return err_set(LT_ERR_SHAPE, "lt_model_forward: a GPT takes (B, T) int64 tokens with 1 <= T <= %lld, got %s %s",
+                           (long long)m->gpt.cfg.block_size, dtype_name(lt_dtype_of(x)), SHAPE_STR(lt_ndim(x), lt_shape(x)));
+        return nn_gpt_forward(&m->gpt, x, m->training);
     }
     if (lt_ndim(x) != 4)
         return err_set(LT_ERR_SHAPE, "lt_model_forward: a ResNet takes (N, C, H, W), got %s",
@@ -132,6 +163,7 @@ int lt_model_load_state(lt_model *m, int n, const char *const *names, lt_tensor 
 void lt_model_free(lt_model *m) {
     if (!m) return;
     if (m->kind == MODEL_MLP) nn_mlp_free(&m->mlp);
+    else if (m->kind == MODEL_GPT) nn_gpt_free(&m->gpt);
     else nn_resnet_free(&m->resnet);
     nn_registry_free(&m->reg);
     core_free(m);

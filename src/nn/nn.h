@@ -98,4 +98,27 @@ int nn_resnet_init(nn_resnet *m, nn_registry *r, int depth, int64_t in_channels,
 lt_tensor *nn_resnet_forward(nn_resnet *m, lt_tensor *x, bool training);
 void nn_resnet_free(nn_resnet *m);
 
+/* ---- GPT (gpt.c) ---- */
+typedef struct nn_layer_norm {
+    lt_tensor *weight, *bias; /* (E): 1 and 0 */
+    double eps;
+} nn_layer_norm;
+
+typedef struct nn_gpt_block {
+    nn_layer_norm ln_1, ln_2;
+    nn_linear c_attn, attn_proj, c_fc, mlp_proj; /* attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj */
+} nn_gpt_block;
+
+typedef struct nn_gpt {
+    lt_gpt_config cfg;
+    lt_tensor *wte, *wpe; /* (V, E) also the output projection (tied), (block_size, E) */
+    lt_tensor *pos;       /* int64 0 .. block_size - 1 */
+    nn_gpt_block *blocks;
+    nn_layer_norm ln_f;
+} nn_gpt;
+int nn_gpt_init(nn_gpt *m, nn_registry *r, const lt_gpt_config *cfg);
+/* idx (B, T) int64, T <= block_size -> logits (B, T, V); dropout when training. */
+lt_tensor *nn_gpt_forward(nn_gpt *m, lt_tensor *idx, bool training);
+void nn_gpt_free(nn_gpt *m);
+
 #endif
