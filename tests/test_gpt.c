@@ -4,7 +4,12 @@
  * with clip_grad_norm_(1.0); from the same weights and batches lazytensor
  * gives the same losses to 1e-4 (relative), compiling once. Also: the
  * state names are nanoGPT's, the head is tied, GPT-2's initialization. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "harness.h"
+
+#include <unistd.h>
+
+#include "data/text.h"
 
 static char g_dir[512];
 
@@ -114,6 +119,37 @@ TEST(gpt_names_init_and_tied_head) {
     lt_model_free(m);
 }
 
+/* Byte-level text: the held-out tail, windows with y = x shifted by one
+ * inside their part, the same batch for the same (seed, step), the
+ * unigram baseline by hand. */
+TEST(text_corpus_windows_and_unigram) {
+    char path[] = "/tmp/lt_text_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    char buf[200];
+    for (int i = 0; i < 200; i++) buf[i] = (char)('a' + i % 7);
+    CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+    close(fd);
+    data_text t;
+    CHECK(data_text_load(&t, path) == 0 && t.n == 200 && t.n_train == 180);
+    int64_t x[3 * 8], y[3 * 8], x2[3 * 8], y2[3 * 8];
+    CHECK(data_text_batch(&t, 0, 3, 8, 7, 5, x, y) == 0 && data_text_batch(&t, 0, 3, 8, 7, 5, x2, y2) == 0);
+    CHECK(!memcmp(x, x2, sizeof x) && !memcmp(y, y2, sizeof y));
+    for (int i = 0; i < 24; i++) CHECK(y[i] == 'a' + (x[i] - 'a' + 1) % 7);
+    CHECK(data_text_batch(&t, 1, 3, 8, 7, 0, x, y) == 0); /* validation: inside the last 20 bytes */
+    CHECK(data_text_batch(&t, 1, 1, 20, 7, 0, x, y) != 0);
+    CHECK_ERR(LT_ERR_ARG);
+    double cnt[7] = {0}, want = 0;
+    for (int i = 0; i < 180; i++) cnt[i % 7] += 1;
+    for (int i = 180; i < 200; i++) want -= log((cnt[i % 7] + 1) / (180.0 + 256));
+    CHECK(fabs(data_text_unigram_loss(&t) - want / 20) < 1e-12);
+    data_text_free(&t);
+    unlink(path);
+    CHECK(data_text_load(&t, "/nonexistent/corpus") != 0);
+    CHECK_ERR(LT_ERR_IO);
+}
+
 int main(void) {
     const char *dir = getenv("LT_TEST_DATA"), *slash = strrchr(__FILE__, '/');
     if (dir) snprintf(g_dir, sizeof g_dir, "%s", dir);
@@ -121,5 +157,6 @@ int main(void) {
     else snprintf(g_dir, sizeof g_dir, "data");
     RUN(gpt_20_steps_match_pytorch);
     RUN(gpt_names_init_and_tied_head);
+    RUN(text_corpus_windows_and_unigram);
     return h_report();
 }

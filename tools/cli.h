@@ -48,6 +48,11 @@ typedef struct cli_opts {
     int resize;               /* evaluation Resize(short side); -1: size*256/224, 0: none */
     const char *bad_images;   /* skip | fail */
     const char *out, *format; /* export-images */
+    /* GPT on text (issue 16): --model gpt --data text, and `sample` */
+    int64_t n_layer, n_head, n_embd, block_size, eval_every, tokens;
+    const char *data_file, *prompt;
+    double temperature;
+    int top_k;
 } cli_opts;
 
 /* Exit statuses (--help lists them). */
@@ -102,6 +107,16 @@ typedef struct run_stats {
 int cmd_train(const cli_opts *o, run_stats *st); /* st may be NULL */
 int cmd_eval(const cli_opts *o);
 void stats_free(run_stats *st);
+
+double lr_at(const cli_opts *o, int64_t step, int64_t total); /* the --lr-schedule at a step */
+
+/* text.c: GPT on byte-level text. cmd_train_text trains (the caller
+ * finishes the run: checkpoint, summary, outputs) and returns a CLI_
+ * status; *net is the trained net (free with net_free), even on failure. */
+struct cli_net;
+lt_gpt_config cli_gpt_config(const cli_opts *o);
+int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, struct cli_net **net);
+int cmd_sample(const cli_opts *o);
 
 /* bench.c */
 int cmd_bench(const cli_opts *o);

@@ -56,7 +56,8 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(cmd, "train") && strcmp(cmd, "eval") && strcmp(cmd, "bench") && strcmp(cmd, "demo") &&
-        strcmp(cmd, "bench-data") && strcmp(cmd, "export-images")) {
+        strcmp(cmd, "bench-data") && strcmp(cmd, "export-images") &&
+        strcmp(cmd, "sample")) {
         fprintf(stderr, "lazytensor: unknown command '%s' (try --help)\n", cmd);
         return CLI_USAGE;
     }
@@ -69,6 +70,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(&o);
     if (!strcmp(cmd, "bench-data")) return cmd_bench_data(&o);
     if (!strcmp(cmd, "export-images")) return cmd_export_images(&o);
+    if (!strcmp(cmd, "sample")) return cmd_sample(&o);
     if (!strcmp(cmd, "eval")) return cmd_eval(&o);
     interrupt_install();
     rc = cmd_train(&o, NULL);

@@ -9,6 +9,7 @@
 struct cli_net {
     lt_model *m;
     lt_optim *opt;
+    bool lm;  /* a language model (gpt): (B, T, V) logits, gradients clipped to norm 1 as nanoGPT */
     int nstate;
     const char **names;  /* checkpoint names: model's borrowed, optimizer's owned */
     lt_tensor **tensors;
@@ -21,7 +22,11 @@ struct cli_net {
 cli_net *net_create(const cli_opts *o, int in_ch, int hw, int classes) {
     cli_net *n = calloc(1, sizeof *n);
     if (!n) return NULL;
-    if (!strcmp(o->model, "mlp") && hw != 28) { /* lt_model_new's MLP assumes 28x28 */
+    if (!strcmp(o->model, "gpt")) {
+        lt_gpt_config c = cli_gpt_config(o);
+        n->m = lt_model_gpt(&c);
+        n->lm = true;
+    } else if (!strcmp(o->model, "mlp") && hw != 28) { /* lt_model_new's MLP assumes 28x28 */
         int64_t sizes[4] = {(int64_t)in_ch * hw * hw, 256, 128, classes};
         n->m = lt_model_mlp(4, sizes);
     } else {
@@ -71,15 +76,26 @@ const char *net_describe(const cli_net *n) { return n->desc; }
 lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
     if (n->bf16) lt_autocast_begin(LT_BF16); /* as torch.autocast: forward and loss, not backward */
-    lt_tensor *logits = lt_model_forward(n->m, x);
-    lt_tensor *loss = lt_cross_entropy(logits, y, 0.0);
+    lt_tensor *logits = lt_model_forward(n->m, x), *flat = NULL, *yf = NULL, *norm = NULL;
+    if (n->lm && logits) { /* (B, T, V) over (B, T) targets: B * T classifications */
+        int64_t v = lt_shape(logits)[2], s[2] = {-1, v};
+        flat = lt_reshape(logits, 2, s);
+        yf = lt_reshape(y, 1, s);
+    }
+    lt_tensor *loss = lt_cross_entropy(flat ? flat : logits, yf ? yf : y, 0.0);
     if (n->bf16) lt_autocast_end();
-    lt_free(logits);
+    lt_free(logits), lt_free(flat), lt_free(yf);
     lt_tensor **p;
     int np = lt_model_params(n->m, &p, NULL);
     /* Several ranks: the gradients are averaged inside the same graph (a
-     * world of one traces nothing more). */
-    if (!loss || lt_backward(loss) || lt_dist_average_grads(np, p) || lt_optim_step(n->opt)) {
+     * world of one traces nothing more); a language model's are then
+     * clipped to norm 1, as nanoGPT's. */
+    int bad = !loss || lt_backward(loss) || lt_dist_average_grads(np, p);
+    if (!bad && n->lm) {
+        bad = !(norm = lt_clip_grad_norm_(np, p, 1.0));
+        lt_free(norm);
+    }
+    if (bad || lt_optim_step(n->opt)) {
         lt_free(loss);
         return NULL;
     }

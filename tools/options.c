@@ -30,6 +30,8 @@ void opts_defaults(cli_opts *o) {
     o->workers = -1;
     o->resize = -1;
     o->bad_images = "skip";
+    o->n_layer = 6, o->n_head = 6, o->n_embd = 384, o->block_size = 256;
+    o->tokens = 200, o->temperature = 1.0;
 }
 
 enum kind { STR, INT, I64, DBL, FLAG, SEED };
@@ -41,8 +43,8 @@ static const struct opt {
     const char *help, *dflt;
 } table[] = {
 #define O(f) offsetof(cli_opts, f)
-    {"model", "NAME", STR, O(model), "mlp|resnet20|resnet18|resnet50", "network to train", "resnet20"},
-    {"data", "NAME", STR, O(data), "fashion-mnist|fake|imagefolder",
+    {"model", "NAME", STR, O(model), "mlp|resnet20|resnet18|resnet50|gpt", "network to train", "resnet20"},
+    {"data", "NAME", STR, O(data), "fashion-mnist|fake|imagefolder|text",
      "dataset; fake is generated, needs no files; imagefolder reads DIR/train/<class>/* and DIR/val/<class>/*",
      "fashion-mnist"},
     {"data-dir", "DIR", STR, O(data_dir), NULL, "Fashion-MNIST directory, or the image folder", DATA_DIR_DEFAULT},
@@ -93,6 +95,18 @@ static const struct opt {
     {"log-every", "N", I64, O(log_every), NULL, "progress line every N steps when not on a terminal", "50"},
     {"precision", "NAME", STR, O(precision), "fp32|bf16",
      "bf16: autocast (bfloat16 convolutions and matmuls, float32 master weights and optimizer state)", "fp32"},
+    /* GPT on byte-level text (issue 16) */
+    {"data-file", "PATH", STR, O(data_file), NULL, "--data text: a text file, or a directory of them",
+     "/usr/share/games/fortunes"},
+    {"n-layer", "N", I64, O(n_layer), NULL, "gpt: transformer blocks", "6"},
+    {"n-head", "N", I64, O(n_head), NULL, "gpt: attention heads", "6"},
+    {"n-embd", "N", I64, O(n_embd), NULL, "gpt: width", "384"},
+    {"block-size", "N", I64, O(block_size), NULL, "gpt: context length in bytes", "256"},
+    {"eval-every", "N", I64, O(eval_every), NULL, "--data text: validation loss every N steps", "250"},
+    {"prompt", "TEXT", STR, O(prompt), NULL, "sample: the text to continue", "a newline"},
+    {"tokens", "N", I64, O(tokens), NULL, "sample: bytes to generate", "200"},
+    {"temperature", "X", DBL, O(temperature), NULL, "sample: softmax temperature", "1"},
+    {"top-k", "N", INT, O(top_k), NULL, "sample: draw from the k most likely bytes only", "0 = all"},
 #undef O
 };
 #define NOPTS (sizeof table / sizeof table[0])
@@ -142,6 +156,7 @@ void opts_help(FILE *f, const char *cmd) {
                "  bench   trace-overhead table and a short training benchmark\n"
                "  bench-data     the image-folder loader alone: lazytensor bench-data --data-dir DIR [--workers N]\n"
                "  export-images  write a dataset as an image folder: --out DIR --format png|jpeg\n"
+               "  sample  generate text from a GPT checkpoint: lazytensor sample --resume CKPT --prompt TEXT\n"
                "  demo    a tiny traced loop\n\n"
                "options%s%s (default in brackets):\n",
             cmd ? " of " : "", cmd ? cmd : "");

@@ -18,7 +18,7 @@ double cli_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double lr_at(const cli_opts *o, int64_t step, int64_t total) {
+double lr_at(const cli_opts *o, int64_t step, int64_t total) {
     double f = (double)step / (double)(total > 0 ? total : 1);
     if (!strcmp(o->lr_schedule, "step")) return o->lr * (f >= 0.75 ? 0.01 : f >= 0.5 ? 0.1 : 1);
     if (!strcmp(o->lr_schedule, "cosine")) return o->lr * 0.5 * (1 + cos(3.14159265358979323846 * f));
@@ -199,6 +199,16 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     lt_dist_set_sync_bn(o->sync_bn);
     cli_batches tr, te;
     run_stats st = {.world = world};
+    if (!strcmp(o->data, "text")) { /* a GPT on bytes: tools/text.c */
+        cli_net *net = NULL;
+        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer;
+        int rc = cmd_train_text(o, &st, human, &net);
+        if (!rc) rc = finish(o, net, &st, human);
+        net_free(net);
+        if (out && !rc) *out = st;
+        else stats_free(&st);
+        return rc;
+    }
     if (batches_open(&tr, o, true)) return CLI_FAILED;
     if (batches_open(&te, o, false)) return batches_close(&tr), CLI_FAILED;
     if (batches_shard(&tr, lt_dist_rank(), world)) {
