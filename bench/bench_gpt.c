@@ -1,7 +1,7 @@
 /* GPT benchmarks (issue 16), the lazytensor half of the comparison with
  * bench/pytorch_gpt.py (PyTorch 1.13 eager, the same nanoGPT model):
- *   bench_gpt step [reps]   GPT 6 layers, 6 heads, width 384, block 256,
- *                           vocab 256, batch 16, AdamW, clip_grad_norm_:
+ *   bench_gpt step [reps] [batch]   GPT 6 layers, 6 heads, width 384, block
+ *                           256, vocab 256, batch 16, AdamW, clip_grad_norm_:
  *                           median step time and trace time
  *   bench_gpt attn          attention forward (batch 4, 6 heads, head dim
  *                           64) at T = 256, 512, 1024: PeakBytes
@@ -22,9 +22,9 @@ static lt_tensor *tokens(int64_t b, int64_t t, uint64_t *s) {
     return x;
 }
 
-static int step_bench(int reps) {
+static int step_bench(int reps, int64_t B) {
     const lt_gpt_config cfg = {6, 6, 384, 256, 256, 0.0};
-    const int64_t B = getenv("GPT_B") ? atoi(getenv("GPT_B")) : 16, T = cfg.block_size, flat[2] = {B * T, cfg.vocab_size};
+    const int64_t T = cfg.block_size, flat[2] = {B * T, cfg.vocab_size};
     lt_manual_seed(0);
     lt_model *m = lt_model_gpt(&cfg);
     lt_tensor **ps;
@@ -48,8 +48,8 @@ static int step_bench(int reps) {
         lt_free(x), lt_free(y), lt_free(y1), lt_free(lg), lt_free(l2), lt_free(l), lt_free(n);
     }
     if (lt_error()) return fprintf(stderr, "bench_gpt: %s\n", lt_error_message()), 1;
-    printf("lazytensor gpt 6/6/384/256 batch 16 adamw: step %.1f ms, trace %.3f ms (median of %d), loss %.4f, "
-           "%g compiles\n", bench_median(st, reps), bench_median(tr, reps), reps, loss, lt_metric("UncachedCompile"));
+    printf("lazytensor gpt 6/6/384/256 batch %lld adamw: step %.1f ms, trace %.3f ms (median of %d), loss %.4f, "
+           "%g compiles\n", (long long)B, bench_median(st, reps), bench_median(tr, reps), reps, loss, lt_metric("UncachedCompile"));
     free(st), free(tr);
     lt_optim_free(o);
     lt_model_free(m);
@@ -78,5 +78,5 @@ static int attn_bench(void) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "step";
     if (!strcmp(mode, "attn")) return attn_bench();
-    return step_bench(argc > 2 ? atoi(argv[2]) : 5);
+    return step_bench(argc > 2 ? atoi(argv[2]) : 5, argc > 3 ? atoi(argv[3]) : 16);
 }

@@ -2,8 +2,8 @@
 """PyTorch 1.13 eager half of bench/bench_gpt.c, on the same nanoGPT model
 (scripts/make_gpt_fixture.py; attention written out, as 1.13 has no fused
 one), NT threads (default 2):
-  /usr/bin/python3 bench/pytorch_gpt.py step [reps]   GPT 6/6/384/256, vocab 256,
-        batch 16, AdamW, clip_grad_norm_: median step time
+  /usr/bin/python3 bench/pytorch_gpt.py step [reps] [batch]   GPT 6/6/384/256,
+        vocab 256, batch 16, AdamW, clip_grad_norm_: median step time
   /usr/bin/python3 bench/pytorch_gpt.py attn T        attention forward, batch 4,
         6 heads, head dim 64, causal: growth of the peak RSS (one T per process:
         the peak only grows)
@@ -23,15 +23,15 @@ from make_gpt_fixture import GPT  # noqa: E402
 torch.set_num_threads(int(os.environ.get("NT", "2")))
 
 
-def step_bench(reps):
+def step_bench(reps, B):
     cfg = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, vocab_size=256)
     torch.manual_seed(0)
     m = GPT(cfg)
     opt = torch.optim.AdamW(m.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, foreach=False)
     times = []
     for r in range(reps + 2):
-        x = torch.randint(0, 256, (16, 256))
-        y = torch.randint(0, 256, (16, 256))
+        x = torch.randint(0, 256, (B, 256))
+        y = torch.randint(0, 256, (B, 256))
         t0 = time.perf_counter()
         loss = F.cross_entropy(m(x).view(-1, 256), y.view(-1))
         loss.backward()
@@ -42,7 +42,7 @@ def step_bench(reps):
         if r >= 2:
             times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
-    print(f"pytorch eager gpt 6/6/384/256 batch 16 adamw: step {times[len(times) // 2]:.1f} ms "
+    print(f"pytorch eager gpt 6/6/384/256 batch {B} adamw: step {times[len(times) // 2]:.1f} ms "
           f"(median of {reps}, {torch.get_num_threads()} threads)")
 
 
@@ -66,4 +66,4 @@ if __name__ == "__main__":
     if mode == "attn":
         attn_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 1024)
     else:
-        step_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 5)
+        step_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 5, int(sys.argv[3]) if len(sys.argv) > 3 else 16)

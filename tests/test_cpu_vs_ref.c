@@ -465,12 +465,15 @@ TEST(fast_reductions) { fast_reduction_cases(); }
 
 /* The vectorized loops again with each narrower instruction set this
  * machine has (CI machines may have fewer than this one). */
+static void attention_case(int trial); /* transformer ops, below */
+
 TEST(every_isa) {
     for (int level = cpu_isa() - 1; level >= 0; level--) {
         cpu_set_isa(level);
         for (int op = 0; op < LT_OP_COUNT; op++)
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
+        for (int t = 0; t < 6; t++) attention_case(t);
     }
     cpu_set_isa(-1);
 }

@@ -6,6 +6,7 @@
 
 #include "simd.h"
 #include "../ref/ref.h" /* ref_gelu: one formula for both backends */
+#include "gelu_f32.h"
 
 /* The loops once per instruction set, chosen at run time (the build has no
  * -march: CI machines differ). gcc vectorizes each copy for its ISA. */

@@ -180,8 +180,16 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_TANH: LOOP(tanh(DX)); break;
         case LT_OP_SIGMOID: LOOP(1.0 / (1.0 + exp(-DX))); break;
         case LT_OP_ERF: LOOP(erf(DX)); break;
-        case LT_OP_GELU: LOOP(ref_gelu(DX, ds0 != 0)); break;
-        case LT_OP_GELU_BWD: LOOP(DX * ref_gelu_grad(DY, ds0 != 0)); break; /* (g, x) */
+        case LT_OP_GELU: /* float registers: gelu_f32.h, vectorized; double: the reference's formula */
+            if (sizeof(T) != 4) LOOP(ref_gelu(DX, ds0 != 0));
+            else if (ds0 != 0) LOOP(gf_gelu_tanh((float)X));
+            else LOOP(gf_gelu_erf((float)X));
+            break;
+        case LT_OP_GELU_BWD: /* (g, x) */
+            if (sizeof(T) != 4) LOOP(DX * ref_gelu_grad(DY, ds0 != 0));
+            else if (ds0 != 0) LOOP(X * gf_gelu_grad_tanh((float)Y));
+            else LOOP(X * gf_gelu_grad_erf((float)Y));
+            break;
         case LT_OP_CAST:
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);

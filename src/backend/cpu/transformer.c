@@ -7,16 +7,18 @@
  * and sum, the accumulator rescaled when the max grows), so no (T, T)
  * matrix exists, only a BQ x BK tile on the stack. The backward recomputes
  * the tiles: a first sweep gives each row's log-sum-exp, a second forms the
- * probabilities and accumulates dq (per tile) and dk, dv (per problem). */
+ * probabilities and accumulates dq (per tile) and dk, dv (per problem).
+ * The loops are in attention_body.h, compiled per instruction set. */
 #include "cpu.h"
 
 #include "../ref/ref_nn.h"
+#include "simd.h"
 
 #include <math.h>
 
 #define BQ 32
 #define BK 64
-#define DMAX 256 /* head dims above this run the reference kernel */
+#define DMAX 128 /* head dims above this run the reference kernel (tiles live on the stack) */
 
 /* ---- layer norm: rows of `inner` contiguous floats ---- */
 
@@ -46,8 +48,12 @@ static void layer_norm(const gnode *y, const gnode *xn, void *const *in, double 
         const float *xr = x + r * n;
         float *o = out + r * n, m, rs;
         ln_stats(xr, n, eps, &m, &rs);
+        if (w && b) { /* the common case, a loop without branches */
 #pragma omp simd
-        for (int64_t k = 0; k < n; k++) o[k] = (xr[k] - m) * rs * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+            for (int64_t k = 0; k < n; k++) o[k] = (xr[k] - m) * rs * w[k] + b[k];
+        } else {
+            for (int64_t k = 0; k < n; k++) o[k] = (xr[k] - m) * rs * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+        }
     }
 }
 
@@ -60,15 +66,20 @@ static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, doubl
         const float *xr = x + r * n, *gr = g + r * n;
         float *o = out + r * n, m, rs, sg = 0, sgx = 0;
         ln_stats(xr, n, eps, &m, &rs);
+        if (w) { /* o holds w * g first: the loops stay free of branches */
+#pragma omp simd
+            for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
+        } else {
+            memcpy(o, gr, (size_t)n * sizeof *o);
+        }
 #pragma omp simd reduction(+ : sg, sgx)
         for (int64_t k = 0; k < n; k++) {
-            float wg = gr[k] * (w ? w[k] : 1.0f);
-            sg += wg;
-            sgx += wg * (xr[k] - m) * rs;
+            sg += o[k];
+            sgx += o[k] * (xr[k] - m) * rs;
         }
         float mg = sg / (float)n, mgx = sgx / (float)n;
 #pragma omp simd
-        for (int64_t k = 0; k < n; k++) o[k] = rs * (gr[k] * (w ? w[k] : 1.0f) - mg - (xr[k] - m) * rs * mgx);
+        for (int64_t k = 0; k < n; k++) o[k] = rs * (o[k] - mg - (xr[k] - m) * rs * mgx);
     }
 }
 
@@ -114,146 +125,39 @@ typedef struct att {
 
 static float att_drop(const att *a, int64_t bh, int64_t i, int64_t j) { return (float)nn_att_drop(&a->g, bh, i, j); }
 
-/* Scores of query rows [i0, i0 + ni) against keys [j0, j0 + nj) into s
- * (ni x BK); masked entries are -inf. */
-static void att_scores(const att *a, const float *q, const float *k, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
-                       float *s) {
-    int64_t D = a->g.D;
-    for (int64_t i = 0; i < ni; i++) {
-        const float *qi = q + (i0 + i) * D;
-        for (int64_t j = 0; j < nj; j++) {
-            if (a->g.causal && j0 + j > i0 + i) {
-                s[i * BK + j] = -INFINITY;
-                continue;
-            }
-            const float *kj = k + (j0 + j) * D;
-            float d = 0;
-#pragma omp simd reduction(+ : d)
-            for (int64_t c = 0; c < D; c++) d += qi[c] * kj[c];
-            s[i * BK + j] = d * a->scale;
-        }
-    }
-}
-
 /* The keys a query tile sees: all, or up to its last row (causal). */
 static int64_t att_kend(const att *a, int64_t i0, int64_t ni) { return a->g.causal ? i0 + ni : a->g.T; }
 
-/* One query tile of problem bh: o rows, and, if lse is given, each row's
- * log-sum-exp (the backward's first sweep; then v is not read). */
-static void att_tile_fwd(const att *a, int64_t bh, const float *q, const float *k, const float *v, int64_t i0,
-                         int64_t ni, float *o, float *lse) {
-    int64_t D = a->g.D, kend = att_kend(a, i0, ni);
-    float s[BQ * BK], m[BQ], l[BQ], acc[BQ * DMAX];
-    for (int64_t i = 0; i < ni; i++) m[i] = -INFINITY, l[i] = 0;
-    if (!lse) memset(acc, 0, (size_t)(ni * D) * sizeof *acc);
-    for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-        int64_t nj = kend - j0 < BK ? kend - j0 : BK;
-        att_scores(a, q, k, i0, ni, j0, nj, s);
-        for (int64_t i = 0; i < ni; i++) {
-            float *si = s + i * BK, mx = m[i];
-            for (int64_t j = 0; j < nj; j++) mx = si[j] > mx ? si[j] : mx;
-            if (mx == -INFINITY) continue; /* every key of this tile is masked */
-            float corr = expf(m[i] - mx), sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < nj; j++) sum += (si[j] = expf(si[j] - mx));
-            l[i] = l[i] * corr + sum;
-            m[i] = mx;
-            if (lse) continue;
-            float *ai = acc + i * D;
-#pragma omp simd
-            for (int64_t c = 0; c < D; c++) ai[c] *= corr;
-            for (int64_t j = 0; j < nj; j++) {
-                float w = si[j] * att_drop(a, bh, i0 + i, j0 + j);
-                if (w == 0) continue;
-                const float *vj = v + (j0 + j) * D;
-#pragma omp simd
-                for (int64_t c = 0; c < D; c++) ai[c] += w * vj[c];
-            }
-        }
-    }
-    for (int64_t i = 0; i < ni; i++) {
-        if (lse) {
-            lse[i] = m[i] + logf(l[i]);
-            continue;
-        }
-        float inv = 1.0f / l[i];
-        for (int64_t c = 0; c < D; c++) o[(i0 + i) * D + c] = acc[i * D + c] * inv;
-    }
-}
+/* 16 floats as one value (one zmm, two ymm), any alignment. */
+typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define V16(p) (*(v16 *)(p))
 
-static void attention(const att *a, void *const *in, float *out) {
-    int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < a->g.BH * nt; t++) {
-        int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
-        const float *q = (const float *)in[0] + bh * TD, *k = (const float *)in[1] + bh * TD;
-        att_tile_fwd(a, bh, q, k, (const float *)in[2] + bh * TD, i0, ni, out + bh * TD, NULL);
-    }
-}
+#define ISA_EACH "attention_body.h"
+#include "isa_copies.h"
 
-/* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv]. Problems in parallel; the
- * query tiles of one problem in order, since they all add into its dk, dv. */
-static void attention_bwd(const att *a, void *const *in, float *out) {
-    int64_t TD = a->g.T * a->g.D, D = a->g.D, total = a->g.BH * TD;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t bh = 0; bh < a->g.BH; bh++) {
-        const float *g = (const float *)in[0] + bh * TD, *q = (const float *)in[1] + bh * TD;
-        const float *k = (const float *)in[2] + bh * TD, *v = (const float *)in[3] + bh * TD;
-        const float *o = (const float *)in[4] + bh * TD;
-        float *dq = out + bh * TD, *dk = out + total + bh * TD, *dv = out + 2 * total + bh * TD;
-        memset(dk, 0, (size_t)TD * sizeof *dk);
-        memset(dv, 0, (size_t)TD * sizeof *dv);
-        float s[BQ * BK], lse[BQ], di[BQ], dqa[BQ * DMAX];
-        for (int64_t i0 = 0; i0 < a->g.T; i0 += BQ) {
-            int64_t ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ, kend = att_kend(a, i0, ni);
-            att_tile_fwd(a, bh, q, k, NULL, i0, ni, NULL, lse);
-            for (int64_t i = 0; i < ni; i++) {
-                float d = 0;
-                const float *gi = g + (i0 + i) * D, *oi = o + (i0 + i) * D;
-#pragma omp simd reduction(+ : d)
-                for (int64_t c = 0; c < D; c++) d += gi[c] * oi[c];
-                di[i] = d;
-            }
-            memset(dqa, 0, (size_t)(ni * D) * sizeof *dqa);
-            for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-                int64_t nj = kend - j0 < BK ? kend - j0 : BK;
-                att_scores(a, q, k, i0, ni, j0, nj, s);
-                for (int64_t i = 0; i < ni; i++) {
-                    const float *gi = g + (i0 + i) * D, *qi = q + (i0 + i) * D;
-                    float *dqi = dqa + i * D;
-                    for (int64_t j = 0; j < nj; j++) {
-                        float pij = expf(s[i * BK + j] - lse[i]);
-                        if (pij == 0) continue; /* masked (exp(-inf)) or underflow: contributes nothing */
-                        float mij = att_drop(a, bh, i0 + i, j0 + j), dpd = 0;
-                        const float *vj = v + (j0 + j) * D, *kj = k + (j0 + j) * D;
-                        float *dvj = dv + (j0 + j) * D, *dkj = dk + (j0 + j) * D, pm = pij * mij;
-#pragma omp simd reduction(+ : dpd)
-                        for (int64_t c = 0; c < D; c++) {
-                            dpd += gi[c] * vj[c];
-                            dvj[c] += pm * gi[c];
-                        }
-                        float ds = a->scale * pij * (dpd * mij - di[i]);
-#pragma omp simd
-                        for (int64_t c = 0; c < D; c++) {
-                            dqi[c] += ds * kj[c];
-                            dkj[c] += ds * qi[c];
-                        }
-                    }
-                }
-            }
-            memcpy(dq + i0 * D, dqa, (size_t)(ni * D) * sizeof *dqa);
-        }
+static void attention(const att *a, void *const *in, float *out, int bwd) {
+#ifdef HAVE_ISA
+    switch (cpu_isa()) {
+    case 2: (bwd ? backward_avx512 : forward_avx512)(a, in, out); return;
+    case 1: (bwd ? backward_avx2 : forward_avx2)(a, in, out); return;
+    default: break;
     }
+#endif
+    (bwd ? backward_base : forward_base)(a, in, out);
 }
 
 /* ---- total norm ---- */
 
+/* One parallel region for every operand (a GPT has ~76 gradients: a region
+ * each cost more than the sums); static splits, so the result does not
+ * depend on timing. */
 static void grad_norm(const exec_graph *g, const gnode *y, void *const *in, float *out) {
     double s = 0;
+#pragma omp parallel reduction(+ : s)
     for (int i = 0; i < y->nin; i++) {
         const float *x = in[i];
         int64_t n = g->nodes[y->in[i]].numel;
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp for schedule(static) nowait
         for (int64_t e = 0; e < n; e++) s += (double)x[e] * x[e];
     }
     *out = (float)sqrt(s);
@@ -270,8 +174,7 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
         att a = {nn_att_of(y, q->ndim, q->shape, q->numel, sc), 0};
         a.scale = (float)a.g.scale;
         if (a.g.D > DMAX) return -1;
-        if (y->op == LT_OP_ATTENTION) attention(&a, in, out);
-        else attention_bwd(&a, in, out);
+        attention(&a, in, out, y->op == LT_OP_ATTENTION_BWD);
         return 0;
     }
     case LT_OP_GRAD_NORM: grad_norm(g, y, in, out); return 0;

@@ -1,0 +1,46 @@
+/* GELU and its derivative for float registers. erf is a rational
+ * approximation on [-4, 4] (Eigen's generic_fast_erf_float, within 7e-8
+ * of erf) without libm calls, so the forward's tile loop vectorizes
+ * (glibc's vector erf needs -ffast-math, which the build does not use);
+ * exp and tanh are libm's float functions. test_cpu_vs_ref compares them
+ * with the double reference. */
+#ifndef LT_CPU_GELU_F32_H
+#define LT_CPU_GELU_F32_H
+
+#include <math.h>
+#include <stdint.h>
+
+static inline float gf_erf(float x) {
+    x = x < -4.0f ? -4.0f : x;
+    x = x > 4.0f ? 4.0f : x;
+    float x2 = x * x;
+    float p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 - 2.10102402082508e-06f;
+    p = p * x2 - 5.69250639462346e-05f;
+    p = p * x2 - 7.34990630326855e-04f;
+    p = p * x2 - 2.95459980854025e-03f;
+    p = p * x2 - 1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * x2 - 2.13374055278905e-04f;
+    q = q * x2 - 1.68282697438203e-03f;
+    q = q * x2 - 7.37332916720468e-03f;
+    q = q * x2 - 1.42647390514189e-02f;
+    return x * p / q;
+}
+
+/* One function per form: a branch in the loop body keeps it scalar. */
+static inline float gf_tanh_inner(float x) { return tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)); }
+
+static inline float gf_gelu_erf(float x) { return 0.5f * x * (1.0f + gf_erf(x * 0.7071067811865476f)); }
+static inline float gf_gelu_tanh(float x) { return 0.5f * x * (1.0f + gf_tanh_inner(x)); }
+
+static inline float gf_gelu_grad_erf(float x) {
+    return 0.5f * (1.0f + gf_erf(x * 0.7071067811865476f)) + x * expf(-0.5f * x * x) * 0.3989422804014327f;
+}
+static inline float gf_gelu_grad_tanh(float x) {
+    float t = gf_tanh_inner(x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 0.134145f * x * x);
+}
+
+#endif
