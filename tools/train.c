@@ -201,7 +201,7 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     run_stats st = {.world = world};
     if (!strcmp(o->data, "text")) { /* a GPT on bytes: tools/text.c */
         cli_net *net = NULL;
-        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer;
+        st.model = o->model, st.data = o->data, st.optimizer = o->optimizer, st.precision = o->precision;
         int rc = cmd_train_text(o, &st, human, &net);
         if (!rc) rc = finish(o, net, &st, human);
         net_free(net);
