@@ -181,6 +181,7 @@ static int bn_mixed(const exec_graph *g, const gnode *y) {
 }
 
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
+    if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
     int bn = y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT ||
              y->op == LT_OP_BN_BWD_PARAMS;
