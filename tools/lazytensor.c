@@ -5,7 +5,7 @@
  * A bare `lazytensor` prints the usage (exit 2). */
 #include "cli.h"
 
-#include "core/omp_policy.h" /* passive OpenMP waits unless the user chose */
+#include "core/omp_policy.h" /* short OpenMP spins unless the user chose */
 
 #include <string.h>
 

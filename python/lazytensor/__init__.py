@@ -11,11 +11,11 @@ reprs). No numerics are done here.
 """
 import os as _os
 
-# OpenMP threads that wait sleep instead of spinning, unless the user chose
+# OpenMP threads that wait spin briefly, then sleep, unless the user chose
 # (src/core/omp_policy.h says why): libgomp reads this once, when it loads
 # with _C just below (too late if another module loaded it first).
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
-    _os.environ["OMP_WAIT_POLICY"] = "passive"
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
 
 from . import _C  # noqa: E402
 from ._tensor import Tensor, Size

@@ -1,7 +1,7 @@
 /* The thread policy of the project's programs (the CLI, the step
- * benchmarks): OpenMP threads that wait at a barrier sleep
- * (OMP_WAIT_POLICY=passive) unless the user chose (OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT set).
+ * benchmarks): OpenMP threads that wait at a barrier spin briefly, then
+ * sleep (GOMP_SPINCOUNT=1000, about a microsecond), unless the user chose
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
  *
  * Why: libgomp's default spins up to 300,000 times at every barrier before
  * sleeping. When another process holds a core, the thread that finished
@@ -10,6 +10,11 @@
  * while others compiled (ResNet-20, batch 32, 2 threads, medians of 6
  * steps, alternating runs, the variable set in the shell): default
  * 828-1635 ms per step, passive 224-337 ms, GOMP_SPINCOUNT=10000 467 ms.
+ * Sleeping at once (OMP_WAIT_POLICY=passive) costs a futex wake per
+ * parallel region instead: on the quiet machine (alternating runs,
+ * execute ms per step) ResNet-50 batch 8 64x64 took 218-223 passive
+ * against 127-131 with 1,000 spins; ResNet-20 batch 32: 31.2-31.9 against
+ * 25.6-27.1; with one core held by a busy loop the two were equal (86-90).
  *
  * How: libgomp reads its environment once, in its constructor, before main.
  * Setting the variable from an executable's .preinit_array does not work
@@ -22,6 +27,7 @@
 #define LT_OMP_POLICY_H
 
 #if defined(__linux__)
+#define LT_OMP_SPINCOUNT "1000" /* the Python package says the same */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -34,7 +40,7 @@ int execv(const char *path, char *const argv[]);
  * default. */
 static inline void lt_omp_policy(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 0) == 0) execv("/proc/self/exe", argv);
+    if (setenv("GOMP_SPINCOUNT", LT_OMP_SPINCOUNT, 0) == 0) execv("/proc/self/exe", argv);
 }
 #else
 static inline void lt_omp_policy(char **argv) { (void)argv; }
