@@ -420,6 +420,38 @@ static lt_tensor *leaf(int nd, const int64_t *sh, const double *v) {
     return t;
 }
 
+/* The transformer ops again on random shapes (issue 16): sizes of 1 and
+ * head dims that are no multiple of a vector's lanes (1, 3, 5, 9, 17), T
+ * across the causal mask's edges, layer norm over one or two dims. */
+TEST(gradcheck_transformer_random_shapes) {
+    srand(1616);
+    static const int64_t heads[] = {1, 3, 5, 9, 17};
+    char name[96];
+    for (int trial = 0; trial < 10; trial++) {
+        int64_t a = 1 + rand() % 3, b = 1 + rand() % 3, d = 1 + rand() % 7;
+        gc_case c = {name, f_erf, 1, {3}, {{a, b, d}}, -2, 2};
+        snprintf(name, sizeof name, "erf %lldx%lldx%lld", (long long)a, (long long)b, (long long)d);
+        gradcheck(&c);
+        c.fn = trial % 2 ? f_gelu : f_gelu_tanh, c.lo = -3, c.hi = 3;
+        snprintf(name, sizeof name, "gelu%s %lldx%lldx%lld", trial % 2 ? "" : " tanh", (long long)a, (long long)b,
+                 (long long)d);
+        gradcheck(&c);
+        gc_case ln = {name, f_layer_norm, 3, {3, 1, 1}, {{a, b, d + 1}, {d + 1}, {d + 1}}, -1, 1};
+        snprintf(name, sizeof name, "layer_norm %lldx%lldx%lld", (long long)a, (long long)b, (long long)d + 1);
+        gradcheck(&ln);
+        gc_case ln2 = {name, f_layer_norm2, 2, {3, 2}, {{a, b + 1, d}, {b + 1, d}}, -1, 1};
+        snprintf(name, sizeof name, "layer_norm 2 dims %lldx%lldx%lld", (long long)a, (long long)b + 1, (long long)d);
+        gradcheck(&ln2);
+        int64_t B = 1 + rand() % 2, H = 1 + rand() % 2, T = 1 + rand() % 6, D = heads[trial % 5];
+        static op_fn const attn[3] = {f_attn_causal, f_attn, f_attn_dropout};
+        gc_case at = {name, attn[trial % 3], 3, {4, 4, 4}, {{B, H, T, D}, {B, H, T, D}, {B, H, T, D}}, -1, 1};
+        snprintf(name, sizeof name, "attention %s %lldx%lldx%lldx%lld",
+                 trial % 3 == 0 ? "causal" : trial % 3 == 1 ? "full" : "causal dropout", (long long)B, (long long)H,
+                 (long long)T, (long long)D);
+        gradcheck(&at);
+    }
+}
+
 TEST(accumulate_and_zero_grad) {
     double xv[3] = {1, -2, 3};
     lt_tensor *x = leaf(1, (int64_t[]){3}, xv);
@@ -588,6 +620,7 @@ TEST(sync_between_forward_and_backward) {
 
 int main(void) {
     RUN(gradcheck_all_ops);
+    RUN(gradcheck_transformer_random_shapes);
     RUN(accumulate_and_zero_grad);
     RUN(detach_and_no_grad);
     RUN(errors);
