@@ -2,8 +2,10 @@
 """PyTorch 1.13 eager half of bench/bench_gpt.c, on the same nanoGPT model
 (scripts/make_gpt_fixture.py; attention written out, as 1.13 has no fused
 one), NT threads (default 2):
-  /usr/bin/python3 bench/pytorch_gpt.py step [reps] [batch]   GPT 6/6/384/256,
-        vocab 256, batch 16, AdamW, clip_grad_norm_: median step time
+  /usr/bin/python3 bench/pytorch_gpt.py step [reps] [batch] [block]   GPT
+        6/6/384/256, vocab 256, batch 16, AdamW, clip_grad_norm_: median step
+        time, and the peak RSS growth over the steps from after the model's
+        creation
   /usr/bin/python3 bench/pytorch_gpt.py attn T        attention forward, batch 4,
         6 heads, head dim 64, causal: growth of the peak RSS (one T per process:
         the peak only grows)
@@ -23,15 +25,16 @@ from make_gpt_fixture import GPT  # noqa: E402
 torch.set_num_threads(int(os.environ.get("NT", "2")))
 
 
-def step_bench(reps, B):
-    cfg = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, vocab_size=256)
+def step_bench(reps, B, T):
+    cfg = dict(n_layer=6, n_head=6, n_embd=384, block_size=T, vocab_size=256)
     torch.manual_seed(0)
     m = GPT(cfg)
     opt = torch.optim.AdamW(m.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, foreach=False)
     times = []
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for r in range(reps + 2):
-        x = torch.randint(0, 256, (B, 256))
-        y = torch.randint(0, 256, (B, 256))
+        x = torch.randint(0, 256, (B, T))
+        y = torch.randint(0, 256, (B, T))
         t0 = time.perf_counter()
         loss = F.cross_entropy(m(x).view(-1, 256), y.view(-1))
         loss.backward()
@@ -42,8 +45,9 @@ def step_bench(reps, B):
         if r >= 2:
             times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
-    print(f"pytorch eager gpt 6/6/384/256 batch {B} adamw: step {times[len(times) // 2]:.1f} ms "
-          f"(median of {reps}, {torch.get_num_threads()} threads)")
+    rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    print(f"pytorch eager gpt 6/6/384/{T} batch {B} adamw: step {times[len(times) // 2]:.1f} ms "
+          f"(median of {reps}, {torch.get_num_threads()} threads), peak RSS growth {rss:.1f} MiB")
 
 
 def attn_bench(T):
@@ -66,4 +70,5 @@ if __name__ == "__main__":
     if mode == "attn":
         attn_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 1024)
     else:
-        step_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 5, int(sys.argv[3]) if len(sys.argv) > 3 else 16)
+        step_bench(int(sys.argv[2]) if len(sys.argv) > 2 else 5, int(sys.argv[3]) if len(sys.argv) > 3 else 16,
+                   int(sys.argv[4]) if len(sys.argv) > 4 else 256)
