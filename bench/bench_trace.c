@@ -2,7 +2,8 @@
  * inside the timed loop, for chains of 10, 1,000 and 100,000 ops (short
  * chains are repeated so that each cell times enough work):
  *   lt_lerp (new handle each op, freed), lt_lerp_ in place, lt_add, and
- *   lt_lerp_ through a slice (depth 1) and a select of a transposed slice.
+ *   lt_lerp_ through a slice (depth 1) and a select of a transposed slice,
+ *   and through a new slice each op (made and freed: x[0:32].lerp_).
  * `bench_trace q` is a quick run (3 repetitions). */
 #include "trace_loops.h"
 

@@ -10,11 +10,12 @@
 
 #include "bench_time.h"
 
-enum trace_kind { TRACE_LERP, TRACE_LERP_, TRACE_ADD, TRACE_VIEW1, TRACE_VIEW3, TRACE_NKIND };
+enum trace_kind { TRACE_LERP, TRACE_LERP_, TRACE_ADD, TRACE_VIEW1, TRACE_VIEW3, TRACE_VIEW_NEW, TRACE_NKIND };
 
 static const char *const trace_kind_names[TRACE_NKIND] = {
     "lt_lerp (out-of-place)", "lt_lerp_ (plain, in place)", "lt_add (out-of-place)",
-    "lt_lerp_ through slice (depth 1)", "lt_lerp_ select(t(slice)) (depth 3)"};
+    "lt_lerp_ through slice (depth 1)", "lt_lerp_ select(t(slice)) (depth 3)",
+    "slice + lt_lerp_ + free (x[0:32].lerp_)"};
 
 static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
     int64_t shape[2] = {2, 3}, big[2] = {64, 32}, g2[2] = {32, 32}, g1[1] = {32};
@@ -25,6 +26,8 @@ static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
         lt_tensor *x = lt_randn(LT_F32, 2, big), *v = NULL, *g = NULL;
         if (k == TRACE_VIEW1) {
             v = lt_slice(x, 0, 0, 32, 1);
+            g = lt_randn(LT_F32, 2, g2);
+        } else if (k == TRACE_VIEW_NEW) {
             g = lt_randn(LT_F32, 2, g2);
         } else if (k == TRACE_VIEW3) {
             lt_tensor *s = lt_slice(x, 0, 0, 32, 1), *tt = lt_transpose(s, 0, 1);
@@ -41,6 +44,12 @@ static double trace_ns_per_op(enum trace_kind k, int chain, int reps) {
             case TRACE_LERP_: lt_lerp_(a, b, 0.1); break;
             case TRACE_ADD: lt_free(lt_add(a, b)); break;
             case TRACE_VIEW1: case TRACE_VIEW3: lt_lerp_(v, g, 0.1); break;
+            case TRACE_VIEW_NEW: { /* the seed's spelling: a new view each op */
+                lt_tensor *s = lt_slice(x, 0, 0, 32, 1);
+                lt_lerp_(s, g, 0.1);
+                lt_free(s);
+                break;
+            }
             case TRACE_NKIND: break;
             }
         }

@@ -1,6 +1,7 @@
 /* LT_DISPATCH_TRACE=1 (DESIGN 8): each call prints the layers it passed and
  * the IR nodes it created. Checks the hop count of an in-place op on a plain
- * tensor (one node) and through a slice (read, op, scatter: three nodes). */
+ * tensor (one node) and through a slice (read, op, scatter: three nodes; two
+ * when a write went through the same window just before). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -76,10 +77,45 @@ TEST(inplace_plain_and_through_slice) {
     lt_free(a);
 }
 
+/* A new alias of the window the last write went through reads that write's
+ * value: no AS_STRIDED node (x[0:32].lerp_ with a new view each call makes
+ * the nodes a kept view makes). Another window still reads. Values checked. */
+TEST(fresh_view_of_written_window) {
+    lt_tensor *a = lt_arange(0, 12, 1, LT_F32), *g = lt_full(1, LT_F32, 1, (int64_t[1]){4});
+    lt_tensor *w1 = lt_slice(a, 0, 2, 6, 1);
+    lt_lerp_(w1, g, 0.5); /* a[2:6] = (a[2:6] + 1) / 2 */
+    lt_free(w1);
+    begin_capture();
+    lt_tensor *w2 = lt_slice(a, 0, 2, 6, 1);
+    lt_lerp_(w2, g, 0.5); /* same window, a new handle */
+    lt_tensor *w3 = lt_slice(a, 0, 3, 7, 1);
+    lt_lerp_(w3, g, 0.5); /* another window */
+    char *out = end_capture();
+    char b1[512], b2[512];
+    const char *same = line_of(out, "lt_lerp_", 0, b1, sizeof b1);
+    CHECK_MSG(same && strstr(same, "func[view: write AS_STRIDED_SCATTER]") && strstr(same, "ir +2: LERP#") &&
+                  strstr(same, " AS_STRIDED_SCATTER#"),
+              "the written window again: op and scatter only: %s", same ? same : out);
+    const char *other = line_of(out, "lt_lerp_", 1, b2, sizeof b2);
+    CHECK_MSG(other && strstr(other, "ir +3: AS_STRIDED#"), "another window reads: %s", other ? other : out);
+    double want[12];
+    for (int i = 0; i < 12; i++) want[i] = i;
+    for (int k = 0; k < 2; k++)
+        for (int i = 2; i < 6; i++) want[i] += 0.5 * (1 - want[i]);
+    for (int i = 3; i < 7; i++) want[i] += 0.5 * (1 - want[i]);
+    h_expect(__FILE__, __LINE__, a, want, 12, 1e-6);
+    free(out);
+    lt_free(w3);
+    lt_free(w2);
+    lt_free(g);
+    lt_free(a);
+}
+
 int main(void) {
     /* Read once at initialization: set before the first call. */
     setenv("LT_DISPATCH_TRACE", "1", 1);
     unsetenv("LT_EAGER");
     RUN(inplace_plain_and_through_slice);
+    RUN(fresh_view_of_written_window);
     return h_report();
 }

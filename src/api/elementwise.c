@@ -64,7 +64,7 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
         return NULL;
     int64_t shape[LT_MAX_DIMS];
     int nd = in[0]->ndim;
-    memcpy(shape, in[0]->shape, (size_t)nd * 8);
+    memcpy(shape, in[0]->shape, sizeof shape); /* fixed size: a few moves, not a rep movs */
     lt_dtype dts[3];
     dts[0] = (lt_dtype)in[0]->dtype;
     unsigned zmask = nd == 0;

@@ -131,8 +131,8 @@ lt_tensor *lt_transpose(lt_tensor *a, int dim0, int dim1) {
     WRAP("lt_transpose", d0, dim0, a->ndim);
     WRAP("lt_transpose", d1, dim1, a->ndim);
     int64_t ns[LT_MAX_DIMS], st[LT_MAX_DIMS];
-    memcpy(ns, a->shape, (size_t)a->ndim * 8);
-    memcpy(st, a->strides, (size_t)a->ndim * 8);
+    memcpy(ns, a->shape, sizeof ns); /* fixed size: a few moves, not a rep movs */
+    memcpy(st, a->strides, sizeof st);
     ns[d0] = a->shape[d1];
     ns[d1] = a->shape[d0];
     st[d0] = a->strides[d1];
@@ -158,9 +158,9 @@ lt_tensor *lt_slice(lt_tensor *a, int dim, int64_t start, int64_t end, int64_t s
     start = start < 0 ? 0 : start > n ? n : start;
     end = end < start ? start : end > n ? n : end;
     int64_t ns[LT_MAX_DIMS], st[LT_MAX_DIMS];
-    memcpy(ns, a->shape, (size_t)a->ndim * 8);
-    memcpy(st, a->strides, (size_t)a->ndim * 8);
-    ns[d] = (end - start + step - 1) / step;
+    memcpy(ns, a->shape, sizeof ns); /* fixed size: a few moves, not a rep movs */
+    memcpy(st, a->strides, sizeof st);
+    ns[d] = step == 1 ? end - start : (end - start + step - 1) / step; /* a division costs tens of cycles */
     st[d] = a->strides[d] * step;
     return make_view("lt_slice", a, a->ndim, ns, st, a->offset + start * a->strides[d]);
 }
@@ -312,5 +312,7 @@ lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape, const int
                        "lt_as_strided: size %s ('shape'), stride %s ('strides') and offset %lld ('storage_offset') reach element %lld, outside the storage of %lld elements",
                        SHAPE_STR(ndim, shape), SHAPE_STR(ndim, strides), (long long)storage_offset, (long long)last,
                        (long long)a->st->numel);
-    return make_view("lt_as_strided", a, ndim, shape, strides, storage_offset);
+    lt_tensor *t = make_view("lt_as_strided", a, ndim, shape, strides, storage_offset);
+    if (t) t->overlaps = (uint8_t)geom_overlaps(ndim, shape, strides); /* strides chosen freely: decide exactly */
+    return t;
 }

@@ -22,6 +22,9 @@ lt_dtype dtype_promote(lt_dtype a, lt_dtype b) {
  * (i32[n] + i64[] is i32, f32[n] * f64[] is f32, i32[n] + f64[] is f64).
  * zmask: bit i set where operand i is 0-d. */
 lt_dtype dtype_result(int n, const lt_dtype *d, unsigned zmask) {
+    int same = 1; /* the common case: one dtype throughout, which is the result */
+    for (int i = 1; i < n; i++) same &= d[i] == d[0];
+    if (n > 0 && same) return d[0];
     int have[2] = {0, 0};
     lt_dtype r[2] = {LT_BOOL, LT_BOOL}; /* [0]: with dims, [1]: 0-d */
     for (int i = 0; i < n; i++) {

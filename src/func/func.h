@@ -57,7 +57,9 @@ extern int64_t g_pending;   /* storages with a pending node */
 lt_tensor *func_new(ir_node *v);
 /* A new plain tensor holding `buf` (takes the reference). */
 lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape);
-/* A new alias of t's storage with the given geometry. */
+/* A new alias of t's storage with the given geometry, which must be one
+ * that t's own reaches by a view op other than as_strided (overlap is
+ * derived from t's; lt_as_strided sets it after, geom_overlaps). */
 lt_tensor *func_new_view(lt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                          int64_t offset);
 void func_free(lt_tensor *t);
@@ -100,6 +102,15 @@ void func_materialize(storage *s, lt_buffer *buf);
 
 /* View geometry (view.c). All return 0 or -1 with an error naming `fn`. */
 int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides);
+/* 1 if a dim of size > 1 has stride 0 and no dim is empty. */
+static inline int geom_zero_stride(int ndim, const int64_t *shape, const int64_t *strides) {
+    int z = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) return 0;
+        z |= shape[i] > 1 && strides[i] == 0;
+    }
+    return z;
+}
 /* PyTorch's computeStride: strides for viewing (shape, strides) as newshape;
  * returns 0 if not expressible as a view. */
 int geom_view_strides(int ndim, const int64_t *shape, const int64_t *strides, int nnew,

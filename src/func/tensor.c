@@ -109,7 +109,9 @@ static void storage_release(storage *s) {
     storage_dealloc(s);
 }
 
-static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
+/* strides NULL: the contiguous ones. */
+static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t *shape, const int64_t *strides,
+                             int64_t numel) {
     lt_tensor *t = pool_get();
     if (!t) return NULL;
     t->magic = LT_HANDLE_MAGIC;
@@ -120,11 +122,18 @@ static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t
     t->st = s;
     t->numel = numel;
     t->offset = 0;
-    int64_t st = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        t->shape[i] = shape[i];
-        t->strides[i] = st;
-        st *= shape[i] > 1 ? shape[i] : 1;
+    if (strides) {
+        for (int i = 0; i < ndim; i++) {
+            t->shape[i] = shape[i];
+            t->strides[i] = strides[i];
+        }
+    } else {
+        int64_t st = 1;
+        for (int i = ndim - 1; i >= 0; i--) {
+            t->shape[i] = shape[i];
+            t->strides[i] = st;
+            st *= shape[i] > 1 ? shape[i] : 1;
+        }
     }
     t->val = NULL;
     t->ag = NULL;
@@ -137,7 +146,7 @@ static lt_tensor *handle_new(storage *s, lt_dtype dtype, int ndim, const int64_t
 lt_tensor *func_new(ir_node *v) {
     storage *s = storage_new((lt_dtype)v->dtype, v->ndim, v->shape, v->numel);
     if (!s) return NULL;
-    lt_tensor *t = handle_new(s, (lt_dtype)v->dtype, v->ndim, v->shape, v->numel);
+    lt_tensor *t = handle_new(s, (lt_dtype)v->dtype, v->ndim, v->shape, NULL, v->numel);
     if (!t) {
         storage_release(s);
         return NULL;
@@ -155,7 +164,7 @@ lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t
         return NULL;
     }
     s->buf = buf;
-    lt_tensor *t = handle_new(s, dtype, ndim, shape, numel);
+    lt_tensor *t = handle_new(s, dtype, ndim, shape, NULL, numel);
     if (!t) storage_release(s);
     return t;
 }
@@ -164,15 +173,18 @@ lt_tensor *func_new_view(lt_tensor *b, int ndim, const int64_t *shape, const int
                          int64_t offset) {
     storage *s = b->st;
     int64_t numel = shape_numel(ndim, shape);
-    lt_tensor *t = handle_new(s, (lt_dtype)b->dtype, ndim, shape, numel);
+    lt_tensor *t = handle_new(s, (lt_dtype)b->dtype, ndim, shape, strides, numel);
     if (!t) return NULL;
     s->refs++;
-    for (int i = 0; i < ndim; i++) t->strides[i] = strides[i];
     t->offset = offset;
     /* A view with the storage's own geometry is not an alias in effect; we
      * still mark it a view so that it shares mutations. */
     t->is_view = 1;
-    t->overlaps = (uint8_t)geom_overlaps(ndim, shape, strides);
+    /* Slicing, selecting, reordering, reshaping or (un)squeezing a view whose
+     * elements are distinct keeps them distinct: then only a zero stride on
+     * a dim of size > 1 (lt_expand) can alias two, and the full test runs
+     * only when the base may overlap. lt_as_strided decides for itself. */
+    t->overlaps = (uint8_t)(b->overlaps ? geom_overlaps(ndim, shape, strides) : geom_zero_stride(ndim, shape, strides));
     if (LT_UNLIKELY(b->ag == AG_DETACHED)) t->ag = AG_DETACHED; /* views of a detached alias stay outside */
     return t;
 }
@@ -202,6 +214,23 @@ static int covers_storage(const lt_tensor *t) {
     return t->offset == 0 && t->numel == t->st->numel && geom_is_contiguous(t->ndim, t->shape, t->strides);
 }
 
+/* Did the storage's last write (scatter `s`, made by func_assign) cover
+ * exactly t's window? Then reading t is the written value itself: the
+ * as_strided(as_strided_scatter(b, v, W), W) = v peephole at trace time,
+ * for any alias with W's geometry, so that `x[0:32].lerp_(g, w)` with a new
+ * view each time costs the same nodes as through one view kept alive. A
+ * window whose elements share memory is excluded (the scatter's last write
+ * would win there, not v). */
+static int scatters_window(const ir_node *s, const lt_tensor *t) {
+    const ir_node *v = s->in[1];
+    if (t->overlaps || v->dtype != t->dtype || s->nia != t->ndim + 1 || s->ia[t->ndim] != t->offset ||
+        !shape_eq(v->ndim, v->shape, t->ndim, t->shape))
+        return 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (s->ia[i] != t->strides[i]) return 0;
+    return 1;
+}
+
 ir_node *func_view_value(lt_tensor *t) {
     if (t->val && t->val_gen == t->st->gen && t->val_epoch == g_arena.epoch) return t->val;
     ir_node *base = storage_value(t->st);
@@ -209,9 +238,11 @@ ir_node *func_view_value(lt_tensor *t) {
     ir_node *v;
     if (covers_storage(t) && shape_eq(t->ndim, t->shape, t->st->ndim, t->st->shape)) {
         v = base;
+    } else if (base->op == LT_OP_AS_STRIDED_SCATTER && scatters_window(base, t)) {
+        v = base->in[1];
     } else {
         int64_t ia[LT_MAX_DIMS + 1];
-        for (int i = 0; i < t->ndim; i++) ia[i] = t->strides[i];
+        memcpy(ia, t->strides, sizeof t->strides); /* fixed size: a few moves, not a rep movs */
         ia[t->ndim] = t->offset;
         v = ir_new(LT_OP_AS_STRIDED, (lt_dtype)t->dtype, t->ndim, t->shape, 1, &base, t->ndim + 1, ia, 0, NULL);
         if (!v) return NULL;
@@ -244,7 +275,7 @@ int func_assign(lt_tensor *t, ir_node *v) {
         ir_node *base = storage_value(s);
         if (!base) return -1;
         int64_t ia[LT_MAX_DIMS + 1];
-        for (int i = 0; i < t->ndim; i++) ia[i] = t->strides[i];
+        memcpy(ia, t->strides, sizeof t->strides); /* fixed size: a few moves, not a rep movs */
         ia[t->ndim] = t->offset;
         ir_node *in[2] = {base, v};
         nb = ir_new(LT_OP_AS_STRIDED_SCATTER, (lt_dtype)s->dtype, s->ndim, s->shape, 2, in, t->ndim + 1, ia, 0, NULL);
