@@ -2,12 +2,14 @@
 seed's measure): a loop of x.lerp_(g, 0.1) on a small tensor, the same
 through a view x[0:32].lerp_(g, 0.1), and out-of-place torch.lerp.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_ops.py [ops-per-rep]
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_ops.py [ops-per-rep [repetitions]]
 
 lazytensor only records each op (one IR node); the sync that runs the chain
 is timed apart. The cases alternate between the two libraries in every
 repetition; the table shows the minimum (the least disturbed run on a
-shared machine) and the median of 15 repetitions."""
+shared machine) and the median of 15 repetitions. Times are the process's
+CPU time (both libraries run one thread here), which other processes on a
+shared machine disturb less than the wall clock."""
 import statistics
 import sys
 import time
@@ -15,15 +17,15 @@ import time
 import lazytensor as lt
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-REPS = 15
+REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
 
 
 def once(loop, sync):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     loop()
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     sync()
-    return (t1 - t0) / N * 1e9, (time.perf_counter() - t1) * 1e3
+    return (t1 - t0) / N * 1e9, (time.process_time() - t1) * 1e3
 
 
 def lazy_cases():
@@ -91,7 +93,7 @@ def main():
                 eager[k].append(once(eager_f[k], lambda: None)[0])
     names = {"inplace": "x.lerp_(g, 0.1), 64 floats", "view": "v.lerp_(g, 0.1), v = x[0:32] made once",
              "view_fresh": "x[0:32].lerp_(g, 0.1) (slice + lerp_)", "outofplace": "lerp(a, b, 0.5), 2x3"}
-    print(f"{N} ops per repetition, {REPS} repetitions: min / median ns per op")
+    print(f"{N} ops per repetition, {REPS} repetitions: min / median ns (CPU time) per op")
     print("| op from Python | lazytensor trace | PyTorch 1.13 eager | ratio (min) |")
     print("|---|---|---|---|")
     mins = {}

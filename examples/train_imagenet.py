@@ -4,6 +4,14 @@ step, a metrics report at the end).
 
     PYTHONPATH=build/python /usr/bin/python3 examples/train_imagenet.py --steps 10 --image-size 64 --batch-size 8
 
+Data-parallel over processes, as the XLA script runs one process per device:
+
+    mpirun -np 2 env PYTHONPATH=build/python /usr/bin/python3 examples/train_imagenet.py --steps 10 ...
+
+Each rank starts from rank 0's weights, takes every world-th batch (so
+--batch-size is per process), and averages its gradients with the others'
+inside the step's graph; rank 0 prints the global batch's loss.
+
 --datadir DIR trains on Fashion-MNIST instead of fake data (the library's only
 image dataset of labelled files here; the model's stem takes 1 channel then).
 """
@@ -11,7 +19,7 @@ import argparse
 import time
 
 import lazytensor as lt
-from lazytensor import models, nn
+from lazytensor import distributed as dist, models, nn
 
 
 def parse():
@@ -32,6 +40,12 @@ def parse():
 
 def main():
     args = parse()
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    def log(*a):
+        if rank == 0:
+            print(*a, flush=True)
+
     lt.manual_seed(args.seed)
     if args.datadir:
         train_set, test_set = lt.data.FashionMNIST(args.datadir, True), lt.data.FashionMNIST(args.datadir, False)
@@ -45,46 +59,69 @@ def main():
     test_loader = lt.data.DataLoader(test_set, args.batch_size, shuffle=False)
 
     model = getattr(models, args.model)(num_classes=classes, in_channels=channels)
+    if world > 1:
+        with lt.no_grad():  # every rank starts from rank 0's weights
+            for t in list(model.parameters()) + list(model.buffers()):
+                dist.broadcast(t, 0)
+        lt.mark_step()
     optimizer = lt.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
 
+    def shard(loader, epoch):
+        """This rank's batches: every world-th one, from its rank on (DistributedSampler's split)."""
+        for b in range(rank, len(loader), world):
+            yield loader.batch(epoch, b)
+
+    def global_mean(t):
+        """t's mean over the ranks, as a new tensor (t itself in a world of one)."""
+        if world == 1:
+            return t
+        with lt.no_grad():
+            m = t.clone()
+            dist.all_reduce(m, dist.ReduceOp.AVG)
+        return m
+
     def train_loop_fn(loader, epoch, budget):
         model.train()
-        t0, seen = time.perf_counter(), 0
-        for step, (data, target) in enumerate(loader):
+        t0, seen, step = time.perf_counter(), 0, -1
+        for step, (data, target) in enumerate(shard(loader, epoch)):
             if budget is not None and step >= budget:
                 break
             optimizer.zero_grad()
             output = model(data)
             loss = loss_fn(output, target)
             loss.backward()
+            dist.average_gradients(model.parameters())  # traces nothing in a world of one
             optimizer.step()
-            lt.mark_step()  # forward, backward and update: one compiled graph
-            seen += data.shape[0]
+            lt.mark_step()  # forward, backward, gradient all-reduce and update: one compiled graph
+            seen += data.shape[0] * world
             if step % args.log_steps == 0:
                 rate = seen / (time.perf_counter() - t0)
-                print(f"epoch {epoch} step {step} loss {loss.item():.4f} rate {rate:.1f} img/s", flush=True)
+                log(f"epoch {epoch} step {step} loss {global_mean(loss).item():.4f} rate {rate:.1f} img/s")
         return step + 1
 
     @lt.no_grad()
     def test_loop_fn(loader):
         model.eval()
         correct = total = 0
-        for data, target in loader:
+        for data, target in shard(loader, 0):
             pred = model(data).argmax(1)
             correct += (pred == target).sum().item()
             total += data.shape[0]
+        counts = lt.tensor([float(correct), float(total)], dtype=lt.float64)
+        dist.all_reduce(counts)  # every rank's counts (the identity in a world of one)
+        correct, total = counts.tolist()
         return 100.0 * correct / max(total, 1)
 
     steps_left = args.steps or None
     for epoch in range(1, args.num_epochs + 1):
         done = train_loop_fn(train_loader, epoch, steps_left)
-        print(f"epoch {epoch}: test accuracy {test_loop_fn(test_loader):.2f}%")
+        log(f"epoch {epoch}: test accuracy {test_loop_fn(test_loader):.2f}%")
         if steps_left is not None:
             steps_left -= done
             if steps_left <= 0:
                 break
-    print(lt.metrics_report())
+    log(lt.metrics_report())
 
 
 if __name__ == "__main__":

@@ -18,6 +18,31 @@ int ltpy_tensor_arg(PyObject *o, const char *fn, const char *arg, lt_tensor **ou
     return -1;
 }
 
+lt_tensor **ltpy_handles(PyObject *seq, const char *fn, const char *arg, int *n) {
+    PyObject *f = PySequence_Fast(seq, "");
+    if (!f) {
+        PyErr_Format(PyExc_TypeError, "%s: argument '%s' must be a sequence of Tensors, not %.100s", fn, arg,
+                     Py_TYPE(seq)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    if (len > INT_MAX) {
+        Py_DECREF(f);
+        PyErr_Format(PyExc_ValueError, "%s: argument '%s' has %zd tensors, too many", fn, arg, len);
+        return NULL;
+    }
+    lt_tensor **h = PyMem_Malloc(sizeof *h * (size_t)(len ? len : 1));
+    if (!h) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; h && i < len; i++)
+        if (ltpy_tensor_arg(PySequence_Fast_GET_ITEM(f, i), fn, arg, &h[i])) {
+            PyMem_Free(h);
+            h = NULL;
+        }
+    *n = (int)len;
+    Py_DECREF(f);
+    return h;
+}
+
 int ltpy_opt_tensor_arg(PyObject *o, const char *fn, const char *arg, lt_tensor **out) {
     if (o == Py_None) {
         *out = NULL;

@@ -6,7 +6,7 @@
 
 /* Replaces *cur (a new handle or NULL = the base) by r; frees the old one. */
 static int step(lt_tensor **cur, lt_tensor *r, int index_error) {
-    lt_free(*cur);
+    if (*cur) lt_free(*cur);
     *cur = r;
     if (r) return 0;
     if (index_error) ltpy_raise_index();
@@ -52,8 +52,12 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
                 PyErr_SetString(PyExc_ValueError, "step must be greater than zero");
                 goto fail;
             }
-            int64_t size = lt_shape(h)[dim];
-            PySlice_AdjustIndices((Py_ssize_t)size, &start, &stop, st);
+            /* PySlice_AdjustIndices for a positive step, without its division */
+            Py_ssize_t size = (Py_ssize_t)lt_shape(h)[dim];
+            if (start < 0 && (start += size) < 0) start = 0;
+            else if (start > size) start = size;
+            if (stop < 0 && (stop += size) < 0) stop = 0;
+            else if (stop > size) stop = size;
             if (start != 0 || stop != size || st != 1)
                 if (step(&cur, lt_slice(h, dim, start, stop < start ? start : stop, st), 0)) goto fail;
             dim++;

@@ -36,14 +36,23 @@ static inline int ltpy_check(void) { return lt_error() ? (ltpy_raise(), -1) : 0;
  * NULL h raises the pending error. ltpy_live counts the tensors alive. */
 extern Py_ssize_t ltpy_live;
 PyObject *ltpy_wrap(lt_tensor *h);
+/* The dealloc of lazytensor.Tensor and its subclasses (module.c installs
+ * it): TensorBase's plus the drop of the instance's class reference. */
+void ltpy_tensor_class_dealloc(PyObject *self);
 PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h);
 
 /* args.c: argument conversion. Each returns 0, or -1 with TypeError /
  * ValueError set naming `fn` and the argument. */
-static inline int ltpy_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &ltpy_tensor_base); }
+/* The exact class first: the C ops create lazytensor.Tensor, a subclass. */
+static inline int ltpy_is_tensor(PyObject *o) {
+    return Py_IS_TYPE(o, ltpy_tensor_cls) || PyObject_TypeCheck(o, &ltpy_tensor_base);
+}
 static inline lt_tensor *ltpy_h(PyObject *o) { return ((ltpy_tensor *)o)->h; }
 int ltpy_tensor_arg(PyObject *o, const char *fn, const char *arg, lt_tensor **out);
 int ltpy_opt_tensor_arg(PyObject *o, const char *fn, const char *arg, lt_tensor **out); /* None -> NULL */
+/* The handles (borrowed) of a sequence of tensors, *n of them; PyMem_Free
+ * the array. NULL with TypeError naming fn and arg. */
+lt_tensor **ltpy_handles(PyObject *seq, const char *fn, const char *arg, int *n);
 int ltpy_double_arg(PyObject *o, const char *fn, const char *arg, double *out);
 int ltpy_int64_arg(PyObject *o, const char *fn, const char *arg, int64_t *out);
 int ltpy_int_arg(PyObject *o, const char *fn, const char *arg, int *out);
@@ -65,6 +74,10 @@ lt_tensor *ltpy_scalar_tensor(lt_tensor *like, PyObject *num); /* new 0-d handle
 PyObject *ltpy_binary(PyObject *a, PyObject *b, int op);
 PyObject *ltpy_inplace(PyObject *a, PyObject *b, int op); /* returns a, new reference */
 
+/* methods.c: the named (values, indices) result types of max(dim) and
+ * min(dim), [0] min and [1] max; created at module init (module.c). */
+extern PyTypeObject *ltpy_minmax_types[2];
+
 PyObject *ltpy_shape_tuple(lt_tensor *h);
 PyObject *ltpy_item(PyObject *self, PyObject *unused);
 int ltpy_tensor_ready(void); /* PyType_Ready with the methods of methods.c */
@@ -73,6 +86,7 @@ extern PyMethodDef ltpy_tensor_methods[];
 extern PyMethodDef ltpy_module_methods[];
 extern PyMethodDef ltpy_nn_methods[];
 extern PyMethodDef ltpy_io_methods[];
+extern PyMethodDef ltpy_dist_methods[];
 PyObject *ltpy_getitem(PyObject *self, PyObject *idx);
 int ltpy_setitem(PyObject *self, PyObject *idx, PyObject *value);
 PyObject *ltpy_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw);

@@ -152,7 +152,10 @@ REDUCE(mean, lt_mean)
 REDUCE(amax, lt_max)
 REDUCE(amin, lt_min)
 
-/* max()/min(): all elements; max(dim) -> (values, indices) as torch. */
+/* max()/min(): all elements; max(dim) -> (values, indices) as torch: a
+ * named tuple of type lazytensor.return_types.max / .min. */
+PyTypeObject *ltpy_minmax_types[2];
+
 static PyObject *minmax(PyObject *self, PyObject *args, PyObject *kw, int is_max) {
     const char *fn = is_max ? "max" : "min";
     if (PyTuple_GET_SIZE(args) == 1 && ltpy_is_tensor(PyTuple_GET_ITEM(args, 0)) && !kw)
@@ -161,17 +164,18 @@ static PyObject *minmax(PyObject *self, PyObject *args, PyObject *kw, int is_max
     if (reduce_args(fn, args, kw, dims, &n, &keep)) return NULL;
     if (n == 0) return ltpy_wrap(is_max ? lt_max(SELF, 0, NULL, false) : lt_min(SELF, 0, NULL, false));
     if (n != 1) return PyErr_Format(PyExc_TypeError, "%s: argument 'dim' must be one int", fn);
+    PyObject *r = PyStructSequence_New(ltpy_minmax_types[is_max]);
+    if (!r) return NULL;
     PyObject *v = ltpy_wrap(is_max ? lt_max(SELF, 1, dims, keep) : lt_min(SELF, 1, dims, keep));
-    if (!v) return NULL;
+    if (!v) goto fail;
+    PyStructSequence_SET_ITEM(r, 0, v);
     PyObject *i = ltpy_wrap(is_max ? lt_argmax(SELF, dims[0], keep) : lt_argmin(SELF, dims[0], keep));
-    if (!i) {
-        Py_DECREF(v);
-        return NULL;
-    }
-    PyObject *r = PyTuple_Pack(2, v, i);
-    Py_DECREF(v);
-    Py_DECREF(i);
+    if (!i) goto fail;
+    PyStructSequence_SET_ITEM(r, 1, i);
     return r;
+fail:
+    Py_DECREF(r); /* a structseq's dealloc skips the NULL item */
+    return NULL;
 }
 KW(m_max) { return minmax(self, args, kw, 1); }
 KW(m_min) { return minmax(self, args, kw, 0); }

@@ -141,8 +141,9 @@ static PyObject *f_where(PyObject *m, PyObject *args) {
     return ltpy_wrap(lt_where(hc, ha, hb));
 }
 
-/* _make_subclass(cls, data, requires_grad): a leaf of class cls holding a
- * copy of data's value (nn.Parameter). */
+/* _make_subclass(cls, data, requires_grad): a leaf of class cls holding
+ * data's value (nn.Parameter). lt_clone copies nothing: a materialized
+ * value's buffer is shared, a pending one's node too. */
 static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *cls, *data;
@@ -164,12 +165,42 @@ static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
     return ltpy_wrap_as((PyTypeObject *)cls, c);
 }
 
+/* _set_tensor_class(Tensor): the class the C ops create. Called once, from
+ * the class statement's module, before any instance exists.
+ *
+ * Python gives every class statement's instances cyclic-GC support, and
+ * subtype_dealloc as their dealloc; with them, each tensor that a tracing
+ * loop creates and drops (x[0:32].lerp_(...) makes a view per call) pays
+ * the GC header, tracking and untracking, the collector's allocation count
+ * (a collection every 700 allocations) and subtype_dealloc's generic
+ * checks. A Tensor instance holds no Python reference but its class
+ * (__slots__ = (): no __dict__, no weakrefs; no __del__; the handle is C),
+ * so it can never be part of a reference cycle: the class gets plain
+ * allocation, as a C type without GC has, and a dealloc that does exactly
+ * what subtype_dealloc would do for it. Subclasses made later
+ * (nn.Parameter) keep Python's GC; their subtype_dealloc calls ours as
+ * their base's (which drops the class reference, as a heap base must). */
 static PyObject *f_set_tensor_class(PyObject *m, PyObject *cls) {
     (void)m;
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &ltpy_tensor_base))
         return PyErr_Format(PyExc_TypeError, "_set_tensor_class: a TensorBase subclass is required");
+    PyTypeObject *c = (PyTypeObject *)cls;
+    if (ltpy_tensor_cls != &ltpy_tensor_base)
+        return PyErr_Format(PyExc_RuntimeError, "_set_tensor_class: the tensor class is already set");
+    if (c->tp_base != &ltpy_tensor_base || c->tp_basicsize != ltpy_tensor_base.tp_basicsize || c->tp_dictoffset ||
+        c->tp_weaklistoffset)
+        return PyErr_Format(PyExc_TypeError, "_set_tensor_class: %s must subclass TensorBase directly with __slots__ = ()",
+                            c->tp_name);
+    if (c->tp_finalize || c->tp_del)
+        return PyErr_Format(PyExc_TypeError, "_set_tensor_class: %s must not define __del__", c->tp_name);
+    c->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+    c->tp_traverse = NULL;
+    c->tp_clear = NULL;
+    c->tp_free = PyObject_Free;
+    c->tp_dealloc = ltpy_tensor_class_dealloc;
+    PyType_Modified(c);
     Py_INCREF(cls);
-    ltpy_tensor_cls = (PyTypeObject *)cls; /* kept for the process's life */
+    ltpy_tensor_cls = c; /* kept for the process's life */
     Py_RETURN_NONE;
 }
 
@@ -250,11 +281,36 @@ int ltpy_add_functions(PyObject *m, PyMethodDef *defs) {
     return 0;
 }
 
+/* lazytensor.return_types.max / .min: torch's named tuples for max(dim)
+ * and min(dim) (structseq types: tuples whose items also have names). */
+static int minmax_types_init(PyObject *m) {
+    static PyStructSequence_Field fields[] = {
+        {"values", "the maximum (max) or minimum (min) along dim"},
+        {"indices", "the index of each value along dim (the first one on ties)"},
+        {NULL, NULL},
+    };
+    static PyStructSequence_Desc desc[2] = {
+        {"lazytensor.return_types.min", "The result of min(dim): (values, indices).", fields, 2},
+        {"lazytensor.return_types.max", "The result of max(dim): (values, indices).", fields, 2},
+    };
+    static const char *attr[2] = {"return_types_min", "return_types_max"};
+    for (int k = 0; k < 2; k++) {
+        if (!ltpy_minmax_types[k] && !(ltpy_minmax_types[k] = PyStructSequence_NewType(&desc[k]))) return -1;
+        Py_INCREF(ltpy_minmax_types[k]); /* this table keeps one reference for the process's life */
+        if (PyModule_AddObject(m, attr[k], (PyObject *)ltpy_minmax_types[k])) {
+            Py_DECREF(ltpy_minmax_types[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__C(void) {
     if (ltpy_tensor_ready() || PyType_Ready(&ltpy_dtype_type)) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (ltpy_add_functions(m, ltpy_module_methods) || ltpy_add_functions(m, ltpy_nn_methods) || ltpy_add_functions(m, ltpy_io_methods))
+    if (ltpy_add_functions(m, ltpy_module_methods) || ltpy_add_functions(m, ltpy_nn_methods) || ltpy_add_functions(m, ltpy_io_methods) ||
+        ltpy_add_functions(m, ltpy_dist_methods))
         goto fail;
     Py_INCREF(&ltpy_tensor_base);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&ltpy_tensor_base)) goto fail;
@@ -269,7 +325,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         Py_INCREF(o);
         if (PyModule_AddObject(m, names[d], (PyObject *)o)) goto fail;
     }
-    if (ltpy_optim_init(m) || ltpy_data_init(m)) goto fail;
+    if (ltpy_optim_init(m) || ltpy_data_init(m) || minmax_types_init(m)) goto fail;
     return m;
 fail:
     Py_DECREF(m);

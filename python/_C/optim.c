@@ -25,27 +25,10 @@ static void optim_dealloc(PyObject *self) {
     Py_TYPE(self)->tp_free(self);
 }
 
-/* The handles of a list of tensors (borrowed); PyMem_Free the array. */
-static lt_tensor **handles(PyObject *list, const char *fn, int *n) {
-    PyObject *f = PySequence_Fast(list, "optimizer: params must be a sequence of Tensors");
-    if (!f) return NULL;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
-    lt_tensor **h = PyMem_Malloc(sizeof *h * (size_t)(len ? len : 1));
-    if (!h) PyErr_NoMemory();
-    for (Py_ssize_t i = 0; h && i < len; i++)
-        if (ltpy_tensor_arg(PySequence_Fast_GET_ITEM(f, i), fn, "params", &h[i])) {
-            PyMem_Free(h);
-            h = NULL;
-        }
-    *n = (int)len;
-    Py_DECREF(f);
-    return h;
-}
-
 static PyObject *add_group(PyObject *self, PyObject *list) {
     optim_obj *o = (optim_obj *)self;
     int n;
-    lt_tensor **h = handles(list, "add_param_group", &n);
+    lt_tensor **h = ltpy_handles(list, "add_param_group", "params", &n);
     if (!h) return NULL;
     int g = lt_optim_add_group(o->o, n, h);
     PyMem_Free(h);
@@ -108,7 +91,7 @@ static PyObject *o_load_state(PyObject *self, PyObject *args) {
     PyObject *names, *tensors;
     if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &names, &PyList_Type, &tensors)) return NULL;
     int n;
-    lt_tensor **h = handles(tensors, "load_state_dict", &n);
+    lt_tensor **h = ltpy_handles(tensors, "load_state_dict", "tensors", &n);
     if (!h) return NULL;
     const char **cn = PyMem_Calloc((size_t)n + 1, sizeof *cn);
     PyObject *r = NULL;
@@ -176,7 +159,7 @@ static PyObject *f_optimizer(PyObject *m, PyObject *args) {
     int flag;
     if (!PyArg_ParseTuple(args, "sOdddddp", &kind, &params, &lr, &a, &b, &c, &d, &flag)) return NULL;
     int n;
-    lt_tensor **h = handles(params, kind, &n);
+    lt_tensor **h = ltpy_handles(params, kind, "params", &n);
     if (!h) return NULL;
     lt_optim *o = !strcmp(kind, "sgd")     ? lt_optim_sgd(n, h, lr, a, b, c, flag)
                   : !strcmp(kind, "adam")  ? lt_optim_adam(n, h, lr, a, b, c, d, flag)

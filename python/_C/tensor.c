@@ -6,10 +6,21 @@
 PyTypeObject *ltpy_tensor_cls = &ltpy_tensor_base;
 Py_ssize_t ltpy_live;
 
+/* Freed objects of lazytensor.Tensor wait here for reuse, as CPython keeps
+ * its floats and tuples: a tracing loop's short-lived tensors (a view made
+ * per call, x[0:32].lerp_(...)) then cost no allocation and no free. The
+ * objects hold nothing while they wait (the handle is freed, the class
+ * reference dropped); the GIL serializes access, as for the library. */
+#define FREE_OBJS 64
+static PyObject *free_objs[FREE_OBJS];
+static int nfree_objs;
+
 PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h) {
     if (!h) return ltpy_raise();
-    ltpy_tensor *t = (ltpy_tensor *)cls->tp_alloc(cls, 0);
-    if (!t) {
+    ltpy_tensor *t;
+    if (cls == ltpy_tensor_cls && nfree_objs) {
+        t = (ltpy_tensor *)PyObject_Init(free_objs[--nfree_objs], cls); /* takes a class reference */
+    } else if (!(t = (ltpy_tensor *)cls->tp_alloc(cls, 0))) {
         lt_free(h);
         return NULL;
     }
@@ -20,10 +31,22 @@ PyObject *ltpy_wrap_as(PyTypeObject *cls, lt_tensor *h) {
 
 PyObject *ltpy_wrap(lt_tensor *h) { return ltpy_wrap_as(ltpy_tensor_cls, h); }
 
+/* TensorBase's dealloc, also reached from the dealloc of a subclass made
+ * outside lazytensor.Tensor (subtype_dealloc, which then drops the
+ * instance's class reference). */
 static void tensor_dealloc(PyObject *self) {
     ltpy_live--;
     lt_free(((ltpy_tensor *)self)->h);
-    Py_TYPE(self)->tp_free(self);
+    if (Py_IS_TYPE(self, ltpy_tensor_cls) && ltpy_tensor_cls != &ltpy_tensor_base && nfree_objs < FREE_OBJS)
+        free_objs[nfree_objs++] = self;
+    else
+        Py_TYPE(self)->tp_free(self);
+}
+
+void ltpy_tensor_class_dealloc(PyObject *self) {
+    PyTypeObject *cls = Py_TYPE(self);
+    tensor_dealloc(self);
+    Py_DECREF(cls); /* every instance of a class made in Python holds one */
 }
 
 static PyObject *tensor_new(PyTypeObject *cls, PyObject *args, PyObject *kw) {

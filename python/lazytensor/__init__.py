@@ -24,11 +24,11 @@ from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty,
                         zeros_like, ones_like, full_like, empty_like, rand_like, randn_like)
 from ._autograd import no_grad, is_grad_enabled
 from ._functions import (cat, stack, where, matmul, lerp, maximum, minimum, exp, log, sqrt, rsqrt, abs, relu,
-                         tanh, sigmoid, neg, clamp, sum, mean, amax, amin, argmax, argmin, softmax, log_softmax,
-                         addcmul, addcdiv, flatten, transpose, permute, reshape, unsqueeze, squeeze, diagonal,
-                         from_dlpack, numel)
+                         tanh, sigmoid, neg, clamp, sum, mean, amax, amin, max, min, argmax, argmin, softmax,
+                         log_softmax, addcmul, addcdiv, flatten, transpose, permute, reshape, unsqueeze, squeeze,
+                         diagonal, from_dlpack, numel)
 from ._runtime import mark_step, metrics_report, metric, metrics_reset, manual_seed, save, load
-from . import nn, optim, models, data  # noqa: E402
+from . import nn, optim, models, data, distributed, return_types  # noqa: E402
 
 float = float32  # noqa: A001 (torch.float)
 double = float64

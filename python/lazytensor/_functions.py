@@ -19,7 +19,7 @@ def _method(name):
 
 
 for _name in ("matmul", "lerp", "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "tanh",
-              "sigmoid", "neg", "clamp", "sum", "mean", "amax", "amin", "argmax", "argmin", "softmax",
+              "sigmoid", "neg", "clamp", "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "softmax",
               "log_softmax", "addcmul", "addcdiv", "flatten", "transpose", "permute", "reshape", "unsqueeze",
               "squeeze", "diagonal", "numel"):
     globals()[_name] = _method(_name)

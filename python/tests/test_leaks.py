@@ -50,3 +50,17 @@ def test_op_calls_keep_rss_and_live_tensors_flat():
     # ASan's quarantine holds freed memory (up to 256 MiB): RSS says nothing there.
     if not SANITIZED:
         assert grow < 8 * 1024, f"RSS grew by {grow} KiB over {CALLS} calls"
+
+
+def test_tensors_stay_out_of_the_cycle_collector():
+    """A Tensor holds no Python reference but its class (the handle is C), so lazytensor.Tensor opts
+    out of cyclic GC: short-lived tensors (a view per call) skip its tracking and collections."""
+    t = lt.zeros(4)
+    assert not gc.is_tracked(t) and not gc.is_tracked(t[1:3]) and not gc.is_tracked(t + 1)
+    assert isinstance(lt.nn.Parameter(t), lt.Tensor)  # subclasses are made as usual
+    live = live_tensors()
+    box = [lt.ones(2), {"t": lt.ones(3)}]
+    box.append(box)  # a cycle through containers that hold tensors
+    assert live_tensors() == live + 2
+    del box
+    assert live_tensors() == live  # collected, tensors freed

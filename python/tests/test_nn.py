@@ -161,3 +161,25 @@ def test_layer_gradients_flow():
         assert p.grad is not None and p.grad.shape == p.shape, n
     m.zero_grad()
     assert all(p.grad is None for p in m.parameters())
+
+
+def test_parameter_copies_no_data():
+    """nn.Parameter(t) is a new leaf holding t's value: a materialized value's buffer is shared (values
+    are immutable), so making it allocates nothing; writes to one are not seen through the other."""
+    t = lt.randn(256, 1024)  # 1 MiB
+    lt.mark_step()
+    lt.metrics_reset()  # PeakBytes := the bytes live now
+    live = lt.metric("PeakBytes")
+    p = nn.Parameter(t)
+    lt.mark_step()
+    assert lt.metric("PeakBytes") == live
+    assert p.requires_grad and not t.requires_grad and type(p) is nn.Parameter
+    a = t.numpy()
+    np.testing.assert_array_equal(p.numpy(), a)
+    with lt.no_grad():
+        p.mul_(2)
+    np.testing.assert_array_equal(p.numpy(), 2 * a)
+    np.testing.assert_array_equal(t.numpy(), a)
+    # a pending value: one node for both, computed once
+    q = nn.Parameter(lt.full((3,), 2.0) * 3)
+    assert q.tolist() == [6.0, 6.0, 6.0] and q.requires_grad

@@ -173,6 +173,30 @@ def test_reductions(dim, keepdim, rng):
     assert t.argmin().item() == np.argmin(a)
 
 
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_dim_named_result(name, rng):
+    """max(dim)/min(dim) return torch's named tuple: .values, .indices, and unpacking."""
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    a[1, 2, :] = a[1, 2, 0]  # ties: the first index wins, as torch and NumPy
+    t = lt.tensor(a)
+    npv, npi = (a.max, np.argmax) if name == "max" else (a.min, np.argmin)
+    for dim, keepdim in ((1, False), (-1, True), (0, False)):
+        for r in (getattr(t, name)(dim, keepdim=keepdim), getattr(lt, name)(t, dim=dim, keepdim=keepdim)):
+            assert type(r) is getattr(lt.return_types, name)
+            assert type(r).__name__ == name and type(r).__module__ == "lazytensor.return_types"
+            assert isinstance(r, tuple) and len(r) == 2
+            assert r.values is r[0] and r.indices is r[1]
+            v, i = r
+            want_i = npi(a, axis=dim)
+            np.testing.assert_array_equal(v.numpy(), npv(axis=dim, keepdims=keepdim))
+            np.testing.assert_array_equal(i.numpy(), np.expand_dims(want_i, dim) if keepdim else want_i)
+            assert i.dtype == lt.int64
+            assert repr(r).startswith(f"lazytensor.return_types.{name}(values=tensor(")
+    assert getattr(t, name)().item() == npv()  # no dim: one tensor, as torch
+    with pytest.raises(ValueError, match=f"lt_{name}: argument"):
+        getattr(t, name)(3)
+
+
 def test_integer_sum_and_empty():
     t = lt.tensor([[1, 2], [3, 4]], dtype=lt.int32)
     s = t.sum()

@@ -35,6 +35,30 @@ def test_setitem_writes_through(idx):
     np.testing.assert_array_equal(t.numpy(), a)
 
 
+def test_fresh_views_of_one_window_chain_writes():
+    """The seed's loop, x[0:32].lerp_(g, w) with a new view per call (whose read of the window just
+    written is the written value, taken at trace time), interleaved with reads and writes through
+    other aliases, against NumPy."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((6, 8)).astype(np.float32)
+    g = rng.standard_normal((3, 8)).astype(np.float32)
+    t, tg = lt.tensor(a), lt.tensor(g)
+    keep = t[1:4]
+    for i in range(6):
+        t[1:4].lerp_(tg, 0.25)
+        a[1:4] += 0.25 * (g - a[1:4])
+        if i == 2:
+            t[2:5, ::2].mul_(-1)  # an overlapping window between two writes to [1:4]
+            a[2:5, ::2] *= -1
+        if i == 4:
+            lt.mark_step()  # a sync inside the chain
+        np.testing.assert_allclose(t[1:4].numpy(), a[1:4], rtol=1e-5, atol=1e-6)
+    t[1:4][:, 1:3].add_(1)  # a view of a fresh view
+    a[1:4][:, 1:3] += 1
+    np.testing.assert_allclose(keep.numpy(), a[1:4], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(t.numpy(), a, rtol=1e-5, atol=1e-6)
+
+
 def test_write_through_one_view_seen_through_another():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     t = lt.tensor(a)

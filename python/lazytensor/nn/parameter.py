@@ -5,7 +5,9 @@ from .._tensor import Tensor
 class Parameter(Tensor):
     """A leaf tensor that a Module registers as trainable (requires_grad by default).
 
-    Unlike torch, it holds a copy of ``data``'s value rather than sharing its storage.
+    It holds ``data``'s value, not its storage: writes to one are not seen through the
+    other (torch shares the storage). Nothing is copied to make it: values are immutable,
+    so the parameter shares ``data``'s buffer (or pending graph) until one of them changes.
     """
 
     __slots__ = ()
