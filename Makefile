@@ -46,7 +46,7 @@ test-asan: deps
 FUZZ_SRCS := $(shell find src -name '*.c')
 FUZZ_OBJS := $(patsubst src/%.c,build-fuzz/obj/%.o,$(FUZZ_SRCS))
 FUZZ_TARGETS := $(patsubst fuzz/%.c,build-fuzz/%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_CFLAGS := -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=address,undefined -Iinclude -Isrc -DLT_HAVE_ZLIB=1 -DLT_HAVE_TURBOJPEG=1 -DLT_HAVE_SPNG=1
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=address,undefined -Iinclude -Isrc -DLT_HAVE_ZLIB=1 -DLT_HAVE_JPEG=1 -DLT_HAVE_SPNG=1
 FUZZ_SECONDS ?= 600
 build-fuzz/obj/%.o: src/%.c $(shell find src -name '*.h' -o -name '*.def') include/lazytensor.h
 	@mkdir -p $(dir $@)
@@ -54,7 +54,7 @@ build-fuzz/obj/%.o: src/%.c $(shell find src -name '*.h' -o -name '*.def') inclu
 build-fuzz/liblt.a: $(FUZZ_OBJS)
 	ar rcs $@ $^
 build-fuzz/%: fuzz/%.c build-fuzz/liblt.a
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< build-fuzz/liblt.a -lm -lz -lturbojpeg -lspng -lpthread -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< build-fuzz/liblt.a -lm -lz -ljpeg -lspng -lpthread -o $@
 
 fuzz-deps:
 	@scripts/install-deps.sh fuzz

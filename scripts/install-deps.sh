@@ -15,7 +15,7 @@ PKGS="$PKGS libopenmpi-dev openmpi-bin"
 # tests exchange tensors with PyTorch and load torchvision's state_dicts
 PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch python3-torchvision libopenblas0-pthread"
 # image folders (src/data): JPEG, PNG, and PIL as the decoding oracle
-PKGS="$PKGS libturbojpeg0-dev libspng-dev python3-pil"
+PKGS="$PKGS libjpeg62-turbo-dev libspng-dev python3-pil"
 # the default text corpus (--data text)
 PKGS="$PKGS fortunes"
 # the CLI test renders the --plot SVG once to PNG (rsvg-convert), to be sure it parses

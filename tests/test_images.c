@@ -61,7 +61,7 @@ TEST(decode_matches_pil) {
         size_t n, rn;
         uint8_t *buf = slurp(fixture(files[i]), &n), *want = slurp(fixture(ref), &rn);
         if (!buf || !want) continue;
-        int d = img_decode(buf, n, 1, &im, msg);
+        int d = img_decode(buf, n, 1, NULL, &im, msg);
         CHECK_MSG(d == 1, "%s: %s", files[i], msg);
         if (d == 1 && (size_t)im.w * (size_t)im.h * 3 != rn) h_fail(__FILE__, __LINE__, "%s: size", files[i]);
         else if (d == 1) {
@@ -80,6 +80,70 @@ TEST(decode_matches_pil) {
         free(buf), free(want);
     }
     img_free(&im);
+}
+
+/* A JPEG of w x h written here (quality 90, 4:2:0 for RGB): smooth
+ * gradients under a fine pattern, so that every block has detail. */
+static uint8_t *jpeg_of(int w, int h, int ch, size_t *n) {
+    uint8_t *px = malloc((size_t)w * h * ch);
+    char *out = NULL;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < ch; c++)
+                px[((size_t)y * w + x) * ch + c] = (uint8_t)(x * (2 + c) + y * (3 - c) + (x * y % 17) * 5);
+    char msg[IMG_MSG];
+    FILE *f = open_memstream(&out, n);
+    CHECK(f && !img_jpeg_write(f, px, w, h, ch, 90, msg));
+    if (f) fclose(f);
+    free(px);
+    return (uint8_t *)out;
+}
+
+/* A rectangle decoded alone (libjpeg's column crop and row skips) has
+ * exactly the whole decode's pixels, at every DCT scale, for every kind of
+ * JPEG; and a truncated file fails whatever rectangle is asked for. */
+TEST(jpeg_rect_matches_whole) {
+    if (!have("x.jpg")) return;
+    static const char *files[] = {"rgb420.jpg", "rgb444.jpg", "progressive.jpg", "grayj.jpg", "cmyk.jpg",
+                                  "made-rgb", "made-gray"};
+    img whole = {0}, part = {0};
+    uint64_t rng = 11;
+    int cases = 0;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        size_t n;
+        uint8_t *buf = !strncmp(files[i], "made", 4) ? jpeg_of(203, 157, strstr(files[i], "gray") ? 1 : 3, &n)
+                                                      : slurp(fixture(files[i]), &n);
+        char msg[IMG_MSG];
+        for (int denom = 1; buf && denom <= 8; denom *= 2) {
+            CHECK_MSG(img_decode(buf, n, denom, NULL, &whole, msg) == denom, "%s: %s", files[i], msg);
+            for (int t = 0; t < 12 && whole.w > 0; t++, cases++) {
+                img_rect r;
+                r.x0 = (int)(data_hash(rng, t, 0) % (uint64_t)whole.w);
+                r.y0 = (int)(data_hash(rng, t, 1) % (uint64_t)whole.h);
+                r.x1 = r.x0 + 1 + (int)(data_hash(rng, t, 2) % (uint64_t)(whole.w - r.x0));
+                r.y1 = r.y0 + 1 + (int)(data_hash(rng, t, 3) % (uint64_t)(whole.h - r.y0));
+                rng++;
+                CHECK_MSG(img_decode(buf, n, denom, &r, &part, msg) == denom, "%s: %s", files[i], msg);
+                CHECK_MSG(part.x0 <= r.x0 && part.y0 <= r.y0 && part.x0 + part.w >= r.x1 && part.y0 + part.h >= r.y1 &&
+                              part.x0 + part.w <= whole.w && part.y0 + part.h <= whole.h,
+                          "%s 1/%d: [%d,%d)x[%d,%d) decoded as %dx%d at (%d,%d)", files[i], denom, r.x0, r.x1, r.y0,
+                          r.y1, part.w, part.h, part.x0, part.y0);
+                int bad = 0; /* rows of the rectangle asked for */
+                for (int y = r.y0; y < r.y1; y++)
+                    bad += memcmp(part.px + ((size_t)(y - part.y0) * part.w + (r.x0 - part.x0)) * 3,
+                                  whole.px + ((size_t)y * whole.w + r.x0) * 3, (size_t)(r.x1 - r.x0) * 3) != 0;
+                CHECK_MSG(!bad, "%s 1/%d: %d of %d rows of [%d,%d)x[%d,%d) differ from the whole decode", files[i],
+                          denom, bad, r.y1 - r.y0, r.x0, r.x1, r.y0, r.y1);
+            }
+        }
+        if (buf && !strcmp(files[i], "made-rgb")) { /* cut after 60%: fails even for a rectangle at the top */
+            img_rect top = {0, 0, 16, 16};
+            CHECK(img_decode(buf, n * 3 / 5, 1, &top, &part, msg) == -1);
+        }
+        free(buf);
+    }
+    CHECK(cases == 7 * 4 * 12);
+    img_free(&whole), img_free(&part);
 }
 
 /* Each case of transforms.txt: torchvision's resized_crop (+ hflip) through
@@ -103,7 +167,7 @@ TEST(transforms_match_torchvision) {
         }
         uint8_t *got = malloc(en);
         if (!strcmp(kind, "crop")) { /* top a, left b, height c, width d */
-            CHECK(img_decode(buf, n, 1, &w.im, msg) == 1);
+            CHECK(img_decode(buf, n, 1, NULL, &w.im, msg) == 1);
             img_box box = {b, a, b + d, a + c};
             CHECK(!img_resample(w.im.px, w.im.w, w.im.h, 3, box, S, S, 0, 0, S, S, got, &w.tmp, &w.tmp_cap));
             if (flip)
@@ -191,10 +255,10 @@ TEST(limits_before_allocation) {
     if (have("bomb.png")) {
         size_t n = png_claiming(buf, 60000, 60000);
         CHECK_MSG(img_probe(&im, buf, n, &w, &h, msg) == -1 && strstr(msg, "outside the limits"), "%s", msg);
-        CHECK(img_decode(buf, n, 1, &im, msg) == -1 && im.cap == 0); /* nothing allocated */
+        CHECK(img_decode(buf, n, 1, NULL, &im, msg) == -1 && im.cap == 0); /* nothing allocated */
         n = png_claiming(buf, 30, 20);
         CHECK_MSG(img_probe(&im, buf, n, &w, &h, msg) == 0 && w == 30 && h == 20, "%s", msg);
-        CHECK(img_decode(buf, n, 1, &im, msg) == -1); /* no image data */
+        CHECK(img_decode(buf, n, 1, NULL, &im, msg) == -1); /* no image data */
     }
     if (have("bomb.jpg")) { /* a real JPEG with its frame header patched to 60000 x 60000 */
         size_t n;
@@ -204,7 +268,7 @@ TEST(limits_before_allocation) {
                 j[i + 5] = 0xea, j[i + 6] = 0x60, j[i + 7] = 0xea, j[i + 8] = 0x60;
                 break;
             }
-        CHECK_MSG(j && img_decode(j, n, 1, &im, msg) == -1 && strstr(msg, "outside the limits"), "%s", msg);
+        CHECK_MSG(j && img_decode(j, n, 1, NULL, &im, msg) == -1 && strstr(msg, "outside the limits"), "%s", msg);
         free(j);
     }
     img_free(&im);
@@ -466,6 +530,7 @@ int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/lt_test_images_%d", (int)getpid());
     mkdirs(g_dir);
     RUN(decode_matches_pil);
+    RUN(jpeg_rect_matches_whole);
     RUN(transforms_match_torchvision);
     RUN(random_resized_crop_params);
     RUN(limits_before_allocation);

@@ -13,7 +13,7 @@
 
 bool img_have(img_format f) {
     switch (f) {
-#ifdef LT_HAVE_TURBOJPEG
+#ifdef LT_HAVE_JPEG
     case IMG_JPEG: return true;
 #endif
 #ifdef LT_HAVE_SPNG
@@ -53,11 +53,12 @@ int img_probe(img *im, const uint8_t *buf, size_t n, int *w, int *h, char msg[IM
     return 0;
 }
 
-int img_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[IMG_MSG]) {
+int img_decode(const uint8_t *buf, size_t n, int denom, const img_rect *want, img *out, char msg[IMG_MSG]) {
     int w, h;
     if (img_probe(out, buf, n, &w, &h, msg)) return -1;
+    out->x0 = out->y0 = 0;
     if (img_sniff(buf, n) == IMG_PNG) return img_png_decode(buf, n, out, msg) ? -1 : 1;
-    return img_jpeg_decode(buf, n, denom, out, msg) ? -1 : denom;
+    return img_jpeg_decode(buf, n, denom, want, out, msg) ? -1 : denom;
 }
 
 int img_reserve(img *im, int w, int h) {

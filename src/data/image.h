@@ -1,4 +1,4 @@
-/* Image folders: decoding (JPEG through TurboJPEG, PNG through libspng),
+/* Image folders: decoding (JPEG through libjpeg-turbo, PNG through libspng),
  * torchvision's transforms, and a loader whose decoder threads fill host
  * batches while the training thread runs the step.
  *
@@ -24,13 +24,14 @@
 
 typedef enum { IMG_UNKNOWN, IMG_JPEG, IMG_PNG } img_format;
 
-/* A decoded image: h rows of w pixels of 3 bytes (RGB), `buf` owned and
- * reused across calls (grows only). */
+/* A decoded image, or the rectangle of it that was asked for: h rows of w
+ * pixels of 3 bytes (RGB) whose top left is (x0, y0) of the (scaled)
+ * image; `px` owned and reused across calls (grows only). */
 typedef struct img {
-    int w, h;
+    int w, h, x0, y0;
     uint8_t *px;
     size_t cap;
-    void *jpeg;        /* the TurboJPEG handle, created at the first JPEG */
+    void *jpeg;        /* the libjpeg decompressor, created at the first JPEG */
     uint8_t *cmyk;     /* CMYK JPEGs decode here first */
     size_t cmyk_cap;
 } img;
@@ -46,16 +47,24 @@ int img_probe(img *im, const uint8_t *buf, size_t n, int *w, int *h, char msg[IM
 /* Reads a whole regular file (at most IMG_MAX_FILE bytes) into *buf,
  * grown as needed; 0 or -1 with a reason in msg. */
 int img_read_file(const char *path, uint8_t **buf, size_t *cap, size_t *n, char msg[IMG_MSG]);
+/* A rectangle [x0, x1) x [y0, y1) of pixels. */
+typedef struct img_rect {
+    int x0, y0, x1, y1;
+} img_rect;
 /* Decodes to RGB. `denom` in {1, 2, 4, 8}: JPEG decodes at 1/denom scale
  * through its DCT (rounded up as libjpeg does); PNG ignores it (always 1).
- * Returns the denominator actually used, or -1 with a reason in msg. */
-int img_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[IMG_MSG]);
+ * `want` (NULL: everything), in pixels of the scaled image: JPEG may decode
+ * only a rectangle that covers it (out->x0, y0 say where it starts; the
+ * pixels are those of the whole decode); PNG always decodes everything.
+ * Whether a file decodes never depends on `want`. Returns the denominator
+ * actually used, or -1 with a reason in msg. */
+int img_decode(const uint8_t *buf, size_t n, int denom, const img_rect *want, img *out, char msg[IMG_MSG]);
 void img_free(img *im);
 
 /* Per codec, called by decode.c after the header checks. */
 int img_jpeg_header(img *im, const uint8_t *buf, size_t n, int *w, int *h, char msg[IMG_MSG]);
-int img_jpeg_decode(const uint8_t *buf, size_t n, int denom, img *out, char msg[IMG_MSG]);
-void img_jpeg_close(img *im); /* frees the TurboJPEG handle */
+int img_jpeg_decode(const uint8_t *buf, size_t n, int denom, const img_rect *want, img *out, char msg[IMG_MSG]);
+void img_jpeg_close(img *im); /* frees the libjpeg decompressor */
 int img_png_header(img *im, const uint8_t *buf, size_t n, int *w, int *h, char msg[IMG_MSG]);
 int img_png_decode(const uint8_t *buf, size_t n, img *out, char msg[IMG_MSG]);
 /* Encoders (for `lazytensor export-images` and tests): w x h pixels of ch

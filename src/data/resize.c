@@ -52,10 +52,36 @@ static int coeffs(double in0, double in1, int insize, int outsize, int w0, int w
     return ksize;
 }
 
-static uint8_t clip8(int32_t v) {
-    if (v >= (1 << PRECISION_BITS << 8)) return 255;
-    if (v <= 0) return 0;
-    return (uint8_t)(v >> PRECISION_BITS);
+static uint8_t clip8(int32_t v) { /* v >> PRECISION_BITS clamped to 0..255, without branches */
+    v = v < 0 ? 0 : v >> PRECISION_BITS;
+    return (uint8_t)(v > 255 ? 255 : v);
+}
+
+#ifdef _OPENMP
+#define VECTOR_LOOP _Pragma("omp simd")
+#else
+#define VECTOR_LOOP /* gcc may still vectorize */
+#endif
+
+/* One row of the horizontal pass: ww outputs of ch channels from src. */
+static void horizontal(const uint8_t *src, int ch, const int *bounds, const int32_t *kk, int ksize, int ww,
+                       uint8_t *d) {
+    for (int x = 0; x < ww; x++) {
+        const int32_t *k = kk + (size_t)x * (size_t)ksize;
+        const uint8_t *p = src + (size_t)bounds[2 * x] * (size_t)ch;
+        int taps = bounds[2 * x + 1];
+        if (ch == 3) { /* the common case: the three channels in one pass over the taps */
+            int32_t a0 = 1 << (PRECISION_BITS - 1), a1 = a0, a2 = a0;
+            for (int t = 0; t < taps; t++, p += 3) a0 += p[0] * k[t], a1 += p[1] * k[t], a2 += p[2] * k[t];
+            d[3 * x] = clip8(a0), d[3 * x + 1] = clip8(a1), d[3 * x + 2] = clip8(a2);
+            continue;
+        }
+        for (int c = 0; c < ch; c++) {
+            int32_t acc = 1 << (PRECISION_BITS - 1);
+            for (int t = 0; t < taps; t++) acc += p[(size_t)t * (size_t)ch + (size_t)c] * k[t];
+            d[(size_t)x * (size_t)ch + (size_t)c] = clip8(acc);
+        }
+    }
 }
 
 int img_resample(const uint8_t *src, int sw, int sh, int ch, img_box box, int ow, int oh, int wx, int wy, int ww,
@@ -67,45 +93,41 @@ int img_resample(const uint8_t *src, int sw, int sh, int ch, img_box box, int ow
     if (hx > sw) hx = sw;
     if (hy > sh) hy = sh;
     int *bh = NULL, *bv = NULL, rc = -1;
-    int32_t *kh = NULL, *kv = NULL;
+    int32_t *kh = NULL, *kv = NULL, *acc = NULL;
     int ksh = coeffs(box.x0 - lx, box.x1 - lx, hx - lx, ow, wx, ww, &bh, &kh);
     int ksv = ksh < 0 ? -1 : coeffs(box.y0 - ly, box.y1 - ly, hy - ly, oh, wy, wh, &bv, &kv);
     if (ksv < 0) goto out;
     int yfirst = bv[0], ylast = bv[2 * (wh - 1)] + bv[2 * (wh - 1) + 1], rows = ylast - yfirst;
-    size_t need = (size_t)(rows > 0 ? rows : 1) * (size_t)ww * (size_t)ch;
+    size_t stride = (size_t)ww * (size_t)ch, need = (size_t)(rows > 0 ? rows : 1) * stride;
     if (need > *tmp_cap) {
         uint8_t *p = realloc(*tmp, need);
         if (!p) goto out;
         *tmp = p;
         *tmp_cap = need;
     }
+    if (!(acc = malloc(sizeof *acc * stride))) goto out;
     /* horizontal: source rows [ly + yfirst, ly + ylast) -> (rows, ww) */
-    for (int r = 0; r < rows; r++) {
-        const uint8_t *s = src + ((size_t)(ly + yfirst + r) * (size_t)sw + (size_t)lx) * (size_t)ch;
-        uint8_t *d = *tmp + (size_t)r * (size_t)ww * (size_t)ch;
-        for (int x = 0; x < ww; x++) {
-            const int32_t *k = kh + (size_t)x * (size_t)ksh;
-            const uint8_t *p = s + (size_t)bh[2 * x] * (size_t)ch;
-            for (int c = 0; c < ch; c++) {
-                int32_t acc = 1 << (PRECISION_BITS - 1);
-                for (int t = 0; t < bh[2 * x + 1]; t++) acc += p[(size_t)t * (size_t)ch + (size_t)c] * k[t];
-                d[(size_t)x * (size_t)ch + (size_t)c] = clip8(acc);
-            }
-        }
-    }
-    /* vertical: (rows, ww) -> (wh, ww) */
+    for (int r = 0; r < rows; r++)
+        horizontal(src + ((size_t)(ly + yfirst + r) * (size_t)sw + (size_t)lx) * (size_t)ch, ch, bh, kh, ksh, ww,
+                   *tmp + (size_t)r * stride);
+    /* vertical: (rows, ww) -> (wh, ww), a whole row at a time (integer
+     * sums: the order of the taps does not change them) */
     for (int y = 0; y < wh; y++) {
         const int32_t *k = kv + (size_t)y * (size_t)ksv;
-        const uint8_t *s = *tmp + (size_t)(bv[2 * y] - yfirst) * (size_t)ww * (size_t)ch;
-        size_t stride = (size_t)ww * (size_t)ch;
-        for (size_t x = 0; x < stride; x++) {
-            int32_t acc = 1 << (PRECISION_BITS - 1);
-            for (int t = 0; t < bv[2 * y + 1]; t++) acc += s[(size_t)t * stride + x] * k[t];
-            dst[(size_t)y * stride + x] = clip8(acc);
+        const uint8_t *s = *tmp + (size_t)(bv[2 * y] - yfirst) * stride;
+        for (size_t x = 0; x < stride; x++) acc[x] = 1 << (PRECISION_BITS - 1);
+        for (int t = 0; t < bv[2 * y + 1]; t++) {
+            const uint8_t *row = s + (size_t)t * stride;
+            int32_t kt = k[t];
+            VECTOR_LOOP
+            for (size_t x = 0; x < stride; x++) acc[x] += row[x] * kt;
         }
+        uint8_t *d = dst + (size_t)y * stride;
+        VECTOR_LOOP
+        for (size_t x = 0; x < stride; x++) d[x] = clip8(acc[x]);
     }
     rc = 0;
 out:
-    free(bh), free(bv), free(kh), free(kv);
+    free(bh), free(bv), free(kh), free(kv), free(acc);
     return rc;
 }

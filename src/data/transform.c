@@ -91,9 +91,14 @@ int img_transform(const img_tf *tf, const uint8_t *buf, size_t n, int64_t epoch,
     int denom = 1;
     if (tf->dct_scale && img_sniff(buf, n) == IMG_JPEG)
         denom = img_jpeg_denom((int)(box.x1 - box.x0) * S / ow, (int)(box.y1 - box.y0) * S / oh, S);
-    denom = img_decode(buf, n, denom, &w->im, msg);
+    /* the resampling reads only the pixels under the box: a JPEG decodes
+     * just those (a random crop's rectangle) */
+    img_rect want = {(int)floor(box.x0 / denom), (int)floor(box.y0 / denom), (int)ceil(box.x1 / denom),
+                     (int)ceil(box.y1 / denom)};
+    denom = img_decode(buf, n, denom, &want, &w->im, msg);
     if (denom < 0) return -1;
-    box.x0 /= denom, box.y0 /= denom, box.x1 /= denom, box.y1 /= denom;
+    box.x0 = box.x0 / denom - w->im.x0, box.x1 = box.x1 / denom - w->im.x0; /* in the decoded rectangle */
+    box.y0 = box.y0 / denom - w->im.y0, box.y1 = box.y1 / denom - w->im.y0;
     size_t npx = (size_t)w->im.w * (size_t)w->im.h;
     if (C == 1) to_luma(w->im.px, npx);
     /* the part of the window inside the resized image */
@@ -109,18 +114,22 @@ int img_transform(const img_tf *tf, const uint8_t *buf, size_t n, int64_t epoch,
         img_resample(w->im.px, w->im.w, w->im.h, C, box, ow, oh, x0, y0, x1 - x0, y1 - y0, w->out, &w->tmp,
                      &w->tmp_cap))
         return snprintf(msg, IMG_MSG, "out of memory"), -1;
-    /* (y, x, c) bytes of the kept region -> normalized (c, y, x) floats */
-    int rw = x1 - x0;
-    for (int c = 0; c < C; c++) {
-        float lut[256];
-        for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - tf->mean[c]) / tf->std[c];
-        for (int y = 0; y < S; y++)
-            for (int x = 0; x < S; x++) {
-                int sx = (flip ? S - 1 - x : x) + wx - x0, sy = y + wy - y0; /* in the kept region */
-                bool in = sx >= 0 && sx < rw && sy >= 0 && sy < y1 - y0;
-                uint8_t v = in ? w->out[((size_t)sy * (size_t)rw + (size_t)sx) * (size_t)C + (size_t)c] : 0;
-                dst[((size_t)c * (size_t)S + (size_t)y) * (size_t)S + (size_t)x] = lut[v];
-            }
+    /* (y, x, c) bytes of the kept region -> normalized (c, y, x) floats;
+     * outside the region (CenterCrop's padding) the byte is 0 */
+    float lut[3][256];
+    for (int c = 0; c < C; c++)
+        for (int v = 0; v < 256; v++) lut[c][v] = ((float)v / 255.0f - tf->mean[c]) / tf->std[c];
+    int rw = x1 - x0, rh = y1 - y0;
+    size_t plane = (size_t)S * (size_t)S;
+    for (int y = 0; y < S; y++) {
+        int sy = y + wy - y0;
+        const uint8_t *row = rw > 0 && sy >= 0 && sy < rh ? w->out + (size_t)sy * (size_t)rw * (size_t)C : NULL;
+        float *d = dst + (size_t)y * (size_t)S;
+        for (int x = 0; x < S; x++) {
+            int sx = (flip ? S - 1 - x : x) + wx - x0;
+            const uint8_t *p = row && sx >= 0 && sx < rw ? row + (size_t)sx * (size_t)C : NULL;
+            for (int c = 0; c < C; c++) d[(size_t)c * plane + (size_t)x] = lut[c][p ? p[c] : 0];
+        }
     }
     return 0;
 }
