@@ -57,6 +57,13 @@ extern uint8_t g_autocast;
 int api_autocast_args(int n, lt_tensor **in, lt_tensor **tmp, lt_dtype from, lt_dtype to);
 void api_autocast_free(int n, lt_tensor **tmp);
 
+/* lt_from_data without the copy, for the data loaders: a new handle over
+ * `data` (64-byte aligned, at least the shape's bytes; dtype and shape
+ * valid, as the loaders' are), which it takes in every case: given back with give_back(ctx, data) when the last reference
+ * goes, or at once on error (give_back NULL: core_free). */
+lt_tensor *api_adopt_data(void *data, lt_dtype dtype, int ndim, const int64_t *shape,
+                          void (*give_back)(void *ctx, void *data), void *ctx);
+
 /* Sync storages' pending values (lt_mark_step with a subset). */
 int api_sync_storages(storage **sts, int n);
 

@@ -24,6 +24,13 @@ lt_tensor *lt_from_data(const void *data, lt_dtype dtype, int ndim, const int64_
     return func_new_data(buf, dtype, ndim, shape);
 }
 
+lt_tensor *api_adopt_data(void *data, lt_dtype dtype, int ndim, const int64_t *shape,
+                          void (*give_back)(void *ctx, void *data), void *ctx) {
+    API_ENTER();
+    lt_buffer *buf = buffer_adopt(data, (size_t)shape_numel(ndim, shape) * dtype_size(dtype), give_back, ctx);
+    return buf ? func_new_data(buf, dtype, ndim, shape) : NULL;
+}
+
 /* fn: the public name the caller used, so errors from lt_zeros say lt_zeros. */
 static lt_tensor *full(const char *fn, double value, lt_dtype dtype, int ndim, const int64_t *shape) {
     API_ENTER();

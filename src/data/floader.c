@@ -6,24 +6,55 @@
  * library's error state. A sample's transform depends on (seed, epoch,
  * sample index) only, and a bad file's stand-in on its index only, so a
  * batch is the same for any number of workers. While the training thread
- * waits for a batch it decodes that batch's samples itself. */
+ * waits for a batch it decodes that batch's samples itself. A ready
+ * batch's floats become the tensor as they are (no copy), and the slot
+ * takes memory that an earlier batch's tensor gave back. */
 #include "image.h"
 
-#include "../core/core.h"
+#include "../api/api.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
-#define MAX_WORKERS 64
 #define MAX_STANDINS 64 /* stand-ins tried for a bad file before giving up */
+#define POOL_KEEP 4     /* batch buffers kept for reuse */
+
+/* Batch memory that the batches' tensors give back when they are freed, so
+ * that the next batch is decoded into pages already mapped (a fresh
+ * allocation per batch spent a fifth of the decoding time in page faults).
+ * Shared by the loader and its live batch tensors; the last of them frees
+ * it. Only the training thread touches it (the library's calls and the
+ * loader's next/free). */
+typedef struct pool {
+    int refs, n;
+    bool closed; /* the loader is gone: memory given back is freed */
+    size_t bytes;
+    float *keep[POOL_KEEP];
+} pool;
+
+static void pool_unref(pool *p) {
+    if (--p->refs) return;
+    for (int i = 0; i < p->n; i++) core_free(p->keep[i]);
+    free(p);
+}
+
+static float *pool_get(pool *p) { return p->n ? p->keep[--p->n] : core_aligned_alloc(p->bytes); }
+
+/* A batch tensor's give_back. */
+static void pool_put(void *ctx, void *data) {
+    pool *p = ctx;
+    if (!p->closed && p->n < POOL_KEEP) p->keep[p->n++] = data;
+    else core_free(data);
+    pool_unref(p);
+}
 
 typedef struct slot {
     int64_t epoch, b, rows; /* rows 0: free */
     int64_t next_row, done;
     int64_t *idx;           /* (batch) sample indices */
-    float *x;               /* (batch, C, S, S) */
+    float *x;               /* (batch, C, S, S), from core_aligned_alloc */
     int64_t *y;
     char err[IMG_MSG + 512]; /* under fail_bad: the first bad file */
 } slot;
@@ -38,10 +69,11 @@ struct data_floader {
     int64_t sub_epoch, sub_b; /* the next batch to submit */
     pthread_mutex_t mu;
     pthread_cond_t work, ready;
-    pthread_t threads[MAX_WORKERS];
+    pthread_t threads[DATA_MAX_WORKERS];
     int nthreads;
     bool stop;
     atomic_uchar *bad; /* per sample: 1 once found bad (warned once) */
+    pool *pool;
     int64_t skipped, decoded;
     double wait_s;
     img_work main_work;
@@ -194,19 +226,23 @@ void data_floader_free(data_floader *l) {
     pthread_cond_destroy(&l->ready);
     for (int i = 0; i < l->nslots && l->slots; i++) {
         free(l->slots[i].idx);
-        free(l->slots[i].x);
+        core_free(l->slots[i].x);
         free(l->slots[i].y);
     }
     free(l->slots);
     free(l->perm);
     free(l->bad);
+    if (l->pool) {
+        l->pool->closed = true;
+        pool_unref(l->pool);
+    }
     img_work_free(&l->main_work);
     free(l);
 }
 
 data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg) {
     const img_tf *tf = &cfg->tf;
-    if (!f || f->n < 1 || cfg->batch < 1 || cfg->workers < 0 || cfg->workers > MAX_WORKERS || cfg->prefetch < 1 ||
+    if (!f || f->n < 1 || cfg->batch < 1 || cfg->workers < 0 || cfg->workers > DATA_MAX_WORKERS || cfg->prefetch < 1 ||
         cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world || tf->size < 1 || tf->size > 4096 ||
         (tf->channels != 1 && tf->channels != 3) || tf->resize < 0)
         return err_set(LT_ERR_ARG, "imagefolder loader: bad configuration (batch %lld, workers %d, prefetch %d, "
@@ -232,12 +268,16 @@ data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg
     l->perm = malloc(sizeof *l->perm * (size_t)f->n);
     l->bad = calloc((size_t)f->n, sizeof *l->bad);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
-    bool ok = l->perm && l->bad && l->slots;
+    if ((l->pool = calloc(1, sizeof *l->pool))) {
+        l->pool->refs = 1;
+        l->pool->bytes = sizeof(float) * (size_t)l->sample_floats * (size_t)l->cfg.batch;
+    }
+    bool ok = l->perm && l->bad && l->slots && l->pool;
     for (int i = 0; ok && i < l->nslots; i++) {
         slot *sl = &l->slots[i];
         sl->idx = malloc(sizeof *sl->idx * (size_t)l->cfg.batch);
         sl->y = malloc(sizeof *sl->y * (size_t)l->cfg.batch);
-        sl->x = malloc(sizeof *sl->x * (size_t)l->sample_floats * (size_t)l->cfg.batch);
+        sl->x = core_aligned_alloc(l->pool->bytes);
         ok = sl->idx && sl->y && sl->x;
     }
     if (!ok) {
@@ -281,8 +321,13 @@ int64_t data_floader_next(data_floader *l, int64_t epoch, int64_t b, lt_tensor *
         rc = -1;
     } else {
         int64_t xs[4] = {rows, l->cfg.tf.channels, l->cfg.tf.size, l->cfg.tf.size}, ys[1] = {rows};
-        *x = lt_from_data(sl->x, LT_F32, 4, xs); /* copies: the slot is free again at once */
-        *y = lt_from_data(sl->y, LT_I64, 1, ys);
+        float *next = pool_get(l->pool); /* the slot's next batch */
+        if (next) { /* the decoded floats become the tensor's, given back to the pool */
+            l->pool->refs++;
+            *x = api_adopt_data(sl->x, LT_F32, 4, xs, pool_put, l->pool);
+            sl->x = next;
+        }
+        *y = *x ? lt_from_data(sl->y, LT_I64, 1, ys) : NULL;
         if (!*x || !*y) {
             lt_free(*x), lt_free(*y);
             *x = *y = NULL;

@@ -155,6 +155,7 @@ void data_folder_free(data_folder *f);
 
 /* ---- the threaded loader (floader.c) ---- */
 typedef struct data_floader data_floader;
+#define DATA_MAX_WORKERS 64
 
 typedef struct data_floader_cfg {
     int64_t batch;

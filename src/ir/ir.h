@@ -31,8 +31,15 @@ typedef struct lt_buffer {
     int32_t refs;
     uint32_t mark; /* sync epoch of the last parameter-slot assignment */
     int32_t slot;  /* parameter slot in that sync */
+    void (*give_back)(void *ctx, void *data); /* frees data; NULL: core_free */
+    void *ctx;
 } lt_buffer;
 lt_buffer *buffer_new(size_t nbytes); /* refs = 1; NULL + error on failure */
+/* A buffer over `data` (64-byte aligned, at least nbytes), which it takes in
+ * every case: data goes to give_back(ctx, data) when the last reference is
+ * released, or at once if NULL is returned (give_back NULL: core_free, for
+ * core_aligned_alloc's memory). */
+lt_buffer *buffer_adopt(void *data, size_t nbytes, void (*give_back)(void *ctx, void *data), void *ctx);
 static inline void buffer_retain(lt_buffer *b) { b->refs++; }
 void buffer_release(lt_buffer *b);
 

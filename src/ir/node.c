@@ -69,25 +69,30 @@ ir_node *ir_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape)
 }
 
 lt_buffer *buffer_new(size_t nbytes) {
+    void *data = core_aligned_alloc(nbytes);
+    return data ? buffer_adopt(data, nbytes, NULL, NULL) : NULL;
+}
+
+static void free_data(lt_buffer *b) {
+    if (b->give_back) b->give_back(b->ctx, b->data);
+    else core_free(b->data);
+}
+
+lt_buffer *buffer_adopt(void *data, size_t nbytes, void (*give_back)(void *ctx, void *data), void *ctx) {
     lt_buffer *b = core_malloc(sizeof *b);
-    if (!b) return NULL;
-    b->data = core_aligned_alloc(nbytes);
-    if (!b->data) {
-        core_free(b);
+    if (!b) {
+        free_data(&(lt_buffer){.data = data, .give_back = give_back, .ctx = ctx});
         return NULL;
     }
-    b->nbytes = nbytes;
+    *b = (lt_buffer){.data = data, .nbytes = nbytes, .refs = 1, .slot = -1, .give_back = give_back, .ctx = ctx};
     prof_bytes((double)nbytes); /* PeakBytes: live buffer bytes */
-    b->refs = 1;
-    b->mark = 0;
-    b->slot = -1;
     return b;
 }
 
 void buffer_release(lt_buffer *b) {
     if (b && --b->refs == 0) {
         prof_bytes(-(double)b->nbytes);
-        core_free(b->data);
+        free_data(b);
         core_free(b);
     }
 }
