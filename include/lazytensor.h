@@ -481,6 +481,41 @@ int64_t     lt_loader_batch_size(const lt_loader *loader);
  * (*x, *y NULL), or -1 with an error set. */
 int64_t     lt_loader_batch(lt_loader *loader, int64_t epoch, int64_t b, lt_tensor **x, lt_tensor **y);
 
+/* An image folder in torchvision's ImageFolder layout, DIR/<split>/<class>/<image>
+ * (.jpg, .jpeg, .png; class index = the class folder's place in sorted order),
+ * decoded and transformed as torchvision does: a loader with augment runs
+ * RandomResizedCrop(image_size) + RandomHorizontalFlip, without it
+ * Resize(resize) + CenterCrop(image_size); then ToTensor and Normalize(mean, std).
+ * Its loaders decode in `workers` threads (which never call the library) up to
+ * `prefetch` batches ahead: ask for batches in order. A batch depends only on
+ * (seed, epoch, b), not on the number of workers. A broken file is skipped
+ * with one warning on stderr naming it (a stand-in chosen from its index takes
+ * its place) and counted, unless fail_bad. With shuffle, a loader drops the
+ * last partial batch as training does (lt_loader_batch returns 0 for it). */
+typedef struct lt_imagefolder_opts {
+    int image_size;        /* side of the square output */
+    int channels;          /* 3: RGB; 1: luma, as PIL's convert("L") */
+    int resize;            /* without augment: the short side before the center crop; 0: crop only */
+    float mean[3], std[3]; /* per channel (the first `channels`) */
+    int workers;           /* decoder threads; 0: decode on the calling thread */
+    int prefetch;          /* batches decoded ahead, >= 1 */
+    bool fail_bad;         /* a broken file fails lt_loader_batch instead of being skipped */
+} lt_imagefolder_opts;
+/* 224, 3 channels, resize 256, ImageNet's mean and std (RGB's: set mean[0]
+ * and std[0] for one channel), one worker per core, prefetch 2, skip broken
+ * files. */
+lt_imagefolder_opts lt_imagefolder_defaults(void);
+/* Lists DIR/split now (NULL opts: the defaults): no class folder, an empty
+ * class folder or an unreadable directory is an error here; pixels are read
+ * by the loaders. */
+lt_dataset *lt_dataset_imagefolder(const char *dir, const char *split,
+                                   const lt_imagefolder_opts *opts);  /* new; lt_dataset_free */
+/* An image folder's class name (its folder's), BORROWED while ds lives; NULL
+ * with an error for an index out of range or a dataset without names. */
+const char *lt_dataset_class_name(const lt_dataset *ds, int index);
+/* Broken image files this loader skipped so far (0 for in-memory datasets). */
+int64_t     lt_loader_skipped(const lt_loader *loader);
+
 /* ---- several processes (DESIGN 12) ------------------------------------------------- */
 /* Data-parallel training over MPI: launch the same program N times with
  * `mpirun -np N prog` (or srun); each process is one rank. Launched that

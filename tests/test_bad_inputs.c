@@ -152,6 +152,11 @@ static lt_optim *sgd_int_param(void) {
     lt_tensor *ps[1] = {I3};
     return lt_optim_sgd(1, ps, 0.1, 0, 0, 0, false);
 }
+static lt_dataset *imagefolder_two_channels(void) {
+    lt_imagefolder_opts o = lt_imagefolder_defaults();
+    o.channels = 2;
+    return lt_dataset_imagefolder("/tmp", "train", &o);
+}
 static lt_tensor *model_forward_bad(void) {
     int64_t s[2] = {2, 5};
     lt_tensor *x = lt_ones(LT_F32, 2, s), *y = lt_model_forward(M, x);

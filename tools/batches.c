@@ -7,11 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static bool big_model(const char *m) { return !strcmp(m, "resnet18") || !strcmp(m, "resnet50"); }
-
-static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f}, imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
 /* "x" or "x,y,z" into v[0..c); one value applies to every channel; NULL:
  * the ImageNet statistics (their average for one channel). */
@@ -55,10 +52,7 @@ static void thin(data_folder *f, int64_t keep) {
     f->n = keep;
 }
 
-int cli_default_workers(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
+int cli_default_workers(void) { return lt_imagefolder_defaults().workers; }
 
 static int open_folder(cli_batches *b, const cli_opts *o, bool train) {
     const char *split = train ? "train" : "val";
@@ -88,8 +82,8 @@ static int open_folder(cli_batches *b, const cli_opts *o, bool train) {
         .tf = {.size = size, .channels = c, .train = train && o->augment, .dct_scale = true, .seed = o->seed,
                .resize = o->resize >= 0 ? o->resize : size * 256 / 224},
     };
-    if (parse_stats(o->mean, imagenet_mean, c, cfg.tf.mean, "mean") ||
-        parse_stats(o->std, imagenet_std, c, cfg.tf.std, "std"))
+    lt_imagefolder_opts dflt = lt_imagefolder_defaults(); /* ImageNet's statistics */
+    if (parse_stats(o->mean, dflt.mean, c, cfg.tf.mean, "mean") || parse_stats(o->std, dflt.std, c, cfg.tf.std, "std"))
         return -1;
     if (!(b->fl = data_floader_new(&b->folder, &cfg))) {
         fprintf(stderr, "lazytensor: %s\n", lt_error_message());
