@@ -3,7 +3,7 @@
 # decode + RandomResizedCrop(224) + flip + normalize from 500x375 JPEGs with
 # 2 threads, `lazytensor bench-data` against torchvision's ImageFolder +
 # DataLoader(num_workers=2) (bench/pytorch/imagefolder_data.py) on the same
-# files, alternating REPS times. Needs python3-torchvision and PIL
+# files, alternating REPS times (default 3), then the median ratio. Needs python3-torchvision and PIL
 # (scripts/install-deps.sh bench) and a built tree. Exits non-zero, naming
 # the step, when any step fails.
 #   sh bench/compare_data.sh            (DATA=DIR to use your own folder)
@@ -20,11 +20,15 @@ if [ ! -d "$dir/train" ]; then
     $py make "$dir" 512 || fail "writing the JPEGs failed"
 fi
 num() { sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p'; }
+ratios=""
 for i in $(seq "${REPS:-3}"); do
     ours=$("$here/build/lazytensor" bench-data --data-dir "$dir" --image-size 224 --workers 2 --batch-size "$batch" \
         --steps "$steps" --report json | num)
     [ -n "$ours" ] || fail "lazytensor bench-data failed"
     theirs=$($py run "$dir" 2 "$steps" "$batch" | num)
     [ -n "$theirs" ] || fail "torchvision's DataLoader failed"
-    echo "lazytensor $ours img/s   torchvision $theirs img/s   ratio $(echo "$ours $theirs" | awk '{printf "%.2f", $1/$2}')"
+    r=$(echo "$ours $theirs" | awk '{printf "%.2f", $1/$2}')
+    ratios="$ratios $r"
+    echo "lazytensor $ours img/s   torchvision $theirs img/s   ratio $r"
 done
+echo "median ratio $(echo $ratios | tr ' ' '\n' | sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}') over${ratios}"
