@@ -20,7 +20,9 @@ ARG: a number (a C double or integer; "nan", "inf", "-inf" as strings), a
 list of integers, true/false, null (a NULL tensor), {"t": name, "rg": 0|1}
 (a tensor; rg: requires grad), {"ts": [ARG...]} (a tensor array),
 {"dtype": "F32"...}, or {"alias": k, "view": [...]} (a view of argument k:
-["same"], ["t"], ["slice", dim, start, end]).
+["same"], ["t"], ["slice", dim, start, end(, step)], ["view", [sizes]]).
+Trailing tensor arguments that only aliases view (Base) are not passed to
+the op: in C no runner reads past the op's own arguments.
 clone0: argument 0 is cloned before an in-place call (so a leaf that
 requires grad can be written). nov: compare dtype and shape only (random ops).
 """
@@ -105,6 +107,11 @@ class Alias:
         self.k, self.view = k, view
 
 
+class Base:  # a trailing tensor argument that only Alias arguments view
+    def __init__(self, t):
+        self.t = t
+
+
 def rg(t, on=True):
     return RG(t) if on and t.dtype in FLOATS else t
 
@@ -144,6 +151,8 @@ def inplace_maxmin(a, b, fn):
     r = fn(a, b)
     if not torch.can_cast(r.dtype, a.dtype) or r.shape != a.shape:
         raise RuntimeError("result type/shape")
+    if a.storage().data_ptr() == b.storage().data_ptr():  # aliases: out=a, PyTorch's in-place form, checks overlap
+        return fn(a, b, out=a)
     return a.copy_(r)
 
 
@@ -747,14 +756,27 @@ def directed():
     c.append(("max", [RG(T([1.0, 2.0], f32)), [0, -1], True], None))
     c.append(("flatten", [RG(torch.zeros(2, 3, 4)), 2, 1], None))
     c.append(("batch_norm", [RG(torch.ones(2, 3)), None, None, None, None, False, 0.1, 1e-5], None))
-    # 11. in-place ops through aliases: exact aliasing and disjoint windows are
-    # allowed. (A destination that partly overlaps an input, a.sub_(a.t()),
-    # raises in PyTorch; lazytensor still computes it: issue 17 item 11 is
-    # open, and its cases are left out until the func oracles learn it.)
+    # 11. in-place ops through aliases (PyTorch's memory-overlap rules): an
+    # input that partly overlaps the written-to tensor raises; the same window,
+    # disjoint windows and windows that are not dense run.
     a = torch.arange(9.0).reshape(3, 3)
-    c.append(("add_", [a, Alias(0, ["same"])], None))
     v = torch.arange(6.0)
-    c.append(("copy_", [Alias(1, ["slice", 0, 0, 3]), v, Alias(1, ["slice", 0, 3, 6])], None))
+    x1, x0 = ["slice", 0, 1, 6], ["slice", 0, 0, 5]  # x[1:], x[:-1]
+    c.append(("add_", [a, Alias(0, ["same"])], None))
+    c.append(("sub_", [a, Alias(0, ["t"])], None))
+    c.append(("mul_", [a, Alias(0, ["slice", 0, 0, 1])], None))  # a row of the target, broadcast
+    c.append(("add_", [Alias(2, x1), Alias(2, x0), Base(v)], None))
+    c.append(("add_", [Alias(1, ["view", [1, 6]]), v], None))  # the same range, other strides
+    c.append(("add_", [Alias(2, ["slice", 0, 0, 6, 2]), Alias(2, ["slice", 0, 1, 4]), Base(v)], None))  # not dense
+    c.append(("add_", [Alias(2, ["slice", 0, 1, 2]), Alias(2, ["slice", 0, 0, 1]), Base(v)], None))  # disjoint
+    c.append(("pow_", [Alias(2, x1), Alias(2, x0), Base(v + 1)], None))
+    c.append(("maximum_", [Alias(2, x1), Alias(2, x0), Base(v)], None))
+    c.append(("lerp_", [Alias(3, x0), Alias(3, x1), 0.5, Base(v)], None))
+    c.append(("addcmul_", [Alias(4, x1), torch.ones(5), Alias(4, x0), 2.0, Base(v)], None))
+    c.append(("addcdiv_", [Alias(4, x1), Alias(4, x0), torch.ones(5), 2.0, Base(v)], None))
+    c.append(("copy_", [Alias(2, ["slice", 0, 0, 4]), Alias(2, ["slice", 0, 2, 6]), Base(v)], None))
+    c.append(("copy_", [Alias(2, ["slice", 0, 0, 3]), Alias(2, ["slice", 0, 3, 6]), Base(v)], None))
+    c.append(("copy_", [Alias(2, ["slice", 0, 0, 3]), Alias(2, ["slice", 0, 0, 3]), Base(v)], None))
     # 12. what PyTorch accepts
     c.append(("index_select", [RG(T([[1.0, 2.0], [3.0, 4.0]], f32)), 0, T([1, 0, 1], i32)], None))
     c.append(("embedding", [RG(T([[1.0], [2.0]], f32)), T([[1, 0]], i32)], None))
@@ -804,6 +826,8 @@ def run_case(w, cid, op, args, gout_spec, g):
             return {"ts": [p[0] for p in pairs]}, [p[1] for p in pairs]
         if isinstance(a, Alias):
             return {"alias": a.k, "view": a.view}, a
+        if isinstance(a, Base):
+            return {"t": w.add(f"{cid}.{path}", a.t), "rg": 0}, a.t.clone()
         if isinstance(a, torch.dtype):
             return {"dtype": DT[a]}, a
         if isinstance(a, float):
@@ -821,11 +845,14 @@ def run_case(w, cid, op, args, gout_spec, g):
             return base
         if v[0] == "t":
             return base.t()
-        return sl(base, v[1], v[2], v[3], 1)
+        if v[0] == "view":
+            return base.view(v[1])
+        return sl(base, v[1], v[2], v[3], v[4] if len(v) > 4 else 1)
 
     call = []
-    for t in targs:
-        call.append(view_of(targs[t.k], t.view) if isinstance(t, Alias) else t)
+    for a, t in zip(args, targs):
+        if not isinstance(a, Base):
+            call.append(view_of(targs[t.k], t.view) if isinstance(t, Alias) else t)
     if clone0:
         call[0] = call[0].clone()
     case = {"op": op, "args": enc, "raise": 0, "out": None, "after": [], "gout": None, "grads": [],

@@ -73,7 +73,8 @@ static const char *shp(int nd, const int64_t *s) {
 enum {
     C_VIEW_OK, C_VIEW_ERR, C_RESHAPE_COPY, C_VIEW_INCOMPATIBLE, C_WRITE_EXPANDED_ERR, C_WRITE_DEPTH2,
     C_WRITE_DEPTH4, C_ALIASED_OPERAND, C_STALE_VIEW_READ, C_ORPHAN_VIEW_READ, C_FREE_VIEW_BASE_LIVES,
-    C_FREE_BASE_VIEW_LIVES, C_MARK_STEP, C_NO_MARK_PROGRAM, C_INPLACE_OK, C_INPLACE_ERR, C_READS, C_COUNT
+    C_FREE_BASE_VIEW_LIVES, C_MARK_STEP, C_NO_MARK_PROGRAM, C_INPLACE_OK, C_INPLACE_ERR, C_READS,
+    C_PARTIAL_OVERLAP_ERR, C_ALIASED_OPERAND_RAN, C_FILL_OVERLAPPING, C_COUNT
 };
 static const char *cov_names[C_COUNT] = {
     "views made", "view-op errors agreed", "reshape copies (not viewable)", "lt_view incompatible-layout errors",
@@ -81,7 +82,9 @@ static const char *cov_names[C_COUNT] = {
     "in-place ops with an operand aliasing the target", "reads of a view after a later write to its storage",
     "reads of a view whose base handle was freed", "views freed while their base lives",
     "bases freed while a view lives", "lt_mark_step calls", "programs without lt_mark_step", "in-place ops",
-    "in-place errors agreed", "reads compared"};
+    "in-place errors agreed", "reads compared",
+    "partial-overlap errors agreed", "in-place ops that read an alias of the target and ran",
+    "fill/zero through views with shared locations (ran)"};
 static int64_t cov[C_COUNT];
 static int64_t view_kind_ok[16];
 
@@ -553,23 +556,31 @@ static void elementwise(int inplace) {
     for (int i = 0; i < nsc && !zero; i++) logf_(", %g", sc[i]);
     logf_(");");
     if (inplace) {
-        for (int j = 1; j < nin; j++)
-            if (xo[j]->st == tg->or->st) cov[C_ALIASED_OPERAND]++;
+        int aliased = 0;
+        for (int j = 1; j < nin; j++) aliased |= xo[j]->st == tg->or->st;
+        cov[C_ALIASED_OPERAND] += aliased;
         int orc = or_apply_(op, xo, sc);
         lt_tensor *r = call_lt(op, 1, xl, sc, zero);
         logf_("  // %s\n", orc ? or_error() : "ok");
         cov[C_INPLACE_OK]++;
         if (orc) {
             cov[C_INPLACE_ERR]++;
-            if (strstr(or_error(), "single memory location")) cov[C_WRITE_EXPANDED_ERR]++;
+            int overlap = strstr(or_error(), "single memory location") != NULL;
+            if (overlap && strstr(or_error(), "input tensor")) cov[C_PARTIAL_OVERLAP_ERR]++;
+            else if (overlap) cov[C_WRITE_EXPANDED_ERR]++;
             if (r) mismatch("lt_%s_ succeeded, oracle says: %s", op_names[op], or_error());
             else if (!lt_error()) mismatch("lt_%s_ returned NULL without an error", op_names[op]);
+            else if (overlap && !strstr(lt_error_message(), "single memory location"))
+                mismatch("lt_%s_ failed for another reason than the oracle's (%s): %s", op_names[op], or_error(),
+                         lt_error_message());
             lt_clear_error();
         } else if (r != tg->lt) {
             mismatch("lt_%s_ returned %p, not its target: %s", op_names[op], (void *)r, lt_error_message());
         } else {
             if (tg->depth >= 2) cov[C_WRITE_DEPTH2]++;
             if (tg->depth >= 4) cov[C_WRITE_DEPTH4]++;
+            cov[C_ALIASED_OPERAND_RAN] += aliased;
+            if (op == OR_FILL && or_numel(tg->or) > tg->or->st->size) cov[C_FILL_OVERLAPPING]++;
         }
     } else {
         or_tensor *ro = or_apply(op, xo, sc);

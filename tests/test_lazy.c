@@ -190,6 +190,11 @@ static void lib_op(lt_tensor **T, const pop *o) {
     }
     case P_ROW_BCAST: {
         lt_tensor *row = lt_select(a, 0, o->lo % R);
+        if (a == d) { /* d.add_(d[i]) partly overlaps: refused, as in PyTorch; clone the row, as it asks */
+            lt_tensor *c = lt_clone(row);
+            lt_free(row);
+            row = c;
+        }
         lt_add_(d, row);
         lt_clamp_(d, -4, 4);
         lt_free(row);

@@ -235,7 +235,14 @@ static lt_tensor *alias_view(lt_tensor *base, const json *v) {
     const char *k = v->items[0].str;
     if (!strcmp(k, "same")) return lt_detach(base);
     if (!strcmp(k, "t")) return lt_t(base);
-    return lt_slice(base, (int)v->items[1].num, (int64_t)v->items[2].num, (int64_t)v->items[3].num, 1);
+    if (!strcmp(k, "view")) {
+        const json *l = &v->items[1];
+        int64_t shape[LT_MAX_DIMS];
+        for (int i = 0; i < l->n && i < LT_MAX_DIMS; i++) shape[i] = (int64_t)l->items[i].num;
+        return lt_view(base, l->n, shape);
+    }
+    return lt_slice(base, (int)v->items[1].num, (int64_t)v->items[2].num, (int64_t)v->items[3].num,
+                    v->n > 4 ? (int64_t)v->items[4].num : 1);
 }
 
 static void decode(const json *args, arg *a) {

@@ -164,11 +164,9 @@ TEST(slice_clamped_bounds_and_steps) {
     lt_tensor *x = lt_slice(a, 0, 0, 4, 1), *y = lt_slice(a, 0, 2, 6, 1);
     lt_add_scalar_(x, 10);
     EXPECT_VALUES(y, 0, 12, 13, 4, 5);
-    /* Operands are read before the write (y = y * x elementwise). PyTorch
-     * refuses this partial overlap of input and output; functionalization
-     * gives it this one well-defined meaning. */
-    lt_mul_(y, x);
-    EXPECT_VALUES(a, 0, 10, 11, 12 * 10, 13 * 11, 4 * 12, 5 * 13);
+    /* An input that partly overlaps the written-to window: refused, as PyTorch does. */
+    CHECK_ERR_MSG(lt_mul_(y, x), LT_ERR_ARG, "lt_mul_", "'b'");
+    EXPECT_VALUES(a, 0, 10, 11, 12, 13, 4, 5);
     CHECK_ERR_MSG(lt_slice(a, 0, 0, 2, 0), LT_ERR_ARG, "lt_slice", "step");
     CHECK_ERR_MSG(lt_slice(a, 1, 0, 2, 1), LT_ERR_ARG, "lt_slice", "dim");
     lt_free(x);
@@ -218,10 +216,21 @@ TEST(expand_reads_and_write_errors) {
     /* Writes through a view with stride 0 are errors, as in PyTorch. */
     lt_tensor *one = lt_ones(LT_F64, 3, (int64_t[3]){2, 3, 4});
     CHECK_ERR_MSG(lt_add_(e, one), LT_ERR_ARG, "lt_add_", "'a'");
-    CHECK_ERR_MSG(lt_fill_(e, 1), LT_ERR_ARG, "lt_fill_", "'a'");
     CHECK_ERR_MSG(lt_copy_(e, one), LT_ERR_ARG, "lt_copy_", "'dst'");
     CHECK_ERR_MSG(lt_mul_scalar_(e, 2), LT_ERR_ARG, "lt_mul_scalar_", "'a'");
     EXPECT_VALUES(a, 0, 1, 2, 3); /* nothing was written */
+    /* PyTorch's fill_ and zero_ check no overlap (every element gets one
+     * value), and copy_ of a tensor onto itself checks nothing. */
+    CHECK(lt_copy_(e, e) == e);
+    lt_tensor *e2 = lt_expand(a, 3, to); /* the same elements through another handle: checked */
+    CHECK_ERR_MSG(lt_copy_(e, e2), LT_ERR_ARG, "lt_copy_", "'dst'");
+    lt_free(e2);
+    EXPECT_VALUES(a, 0, 1, 2, 3);
+    CHECK(lt_fill_(e, 7) == e);
+    EXPECT_VALUES(a, 0, 7, 7, 7);
+    CHECK(lt_zero_(e) == e);
+    EXPECT_VALUES(e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    lt_add_scalar_(a, 1);
     /* Reading an expanded view as an operand is fine. */
     lt_tensor *sum = lt_add(e, one), *s0 = lt_select(sum, 0, 0), *s00 = lt_select(s0, 0, 0);
     EXPECT_VALUES(s00, 0, 2, 2, 2, 2);
@@ -296,9 +305,12 @@ TEST(as_strided) {
     lt_fill_(il, -5); /* offsets 0 2 4 3 5 7 */
     CHECK_NO_ERR();
     EXPECT_VALUES(a, 0, -5, 101, -5, -5, -5, -5, 106, -5, 8, 9, 10, 11);
-    /* Strides that meet: the write is refused. */
+    /* Strides that meet: fill_ writes one value there, as in PyTorch; any
+     * other write is refused (PyTorch runs it in its own iteration order). */
     lt_tensor *ov = lt_as_strided(a, 2, (int64_t[2]){2, 3}, (int64_t[2]){2, 1}, 0);
-    CHECK_ERR_MSG(lt_fill_(ov, 0), LT_ERR_ARG, "lt_fill_", "'a'");
+    CHECK(lt_fill_(ov, 0) == ov); /* offsets 0 1 2 2 3 4 */
+    EXPECT_VALUES(a, 0, 0, 0, 0, 0, 0, -5, 106, -5, 8, 9, 10, 11);
+    CHECK_ERR_MSG(lt_add_scalar_(ov, 1), LT_ERR_ARG, "lt_add_scalar_", "'a'");
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){13}, (int64_t[1]){1}, 0), LT_ERR_ARG, "lt_as_strided", "size");
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){2}, (int64_t[1]){-1}, 2), LT_ERR_ARG, "lt_as_strided", "strides");
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){2}, (int64_t[1]){1}, -1), LT_ERR_ARG, "lt_as_strided", "storage_offset");
@@ -369,6 +381,62 @@ TEST(regress_operand_freed_before_sync) {
     lt_free(d);
 }
 
+/* Issue 17 item 11: PyTorch's memory-overlap rules for in-place ops. An
+ * input that partly overlaps the written-to tensor is refused (both dense
+ * windows of one storage whose ranges meet, not the same range with the same
+ * strides); the same window, disjoint windows and windows that are not dense
+ * (PyTorch's "too hard") run; nothing is written by a refused call. */
+#define CHECK_OVERLAP(r, fn, arg)                                                                        \
+    do {                                                                                                 \
+        lt_tensor *r2_ = (r);                                                                            \
+        CHECK_MSG(strstr(lt_error_message(), "single memory location"), "%s: %s", fn, lt_error_message()); \
+        CHECK_ERR_MSG(r2_, LT_ERR_ARG, fn, arg);                                                          \
+    } while (0)
+
+TEST(inplace_partial_overlap) {
+    int64_t s6[1] = {6}, r16[2] = {1, 6}, s23[2] = {2, 3};
+    lt_tensor *x = iota(1, s6);
+    lt_tensor *tail = lt_slice(x, 0, 1, 6, 1), *head = lt_slice(x, 0, 0, 5, 1);
+    CHECK_OVERLAP(lt_add_(tail, head), "lt_add_", "'b'");   /* x[1:].add_(x[:-1]) */
+    CHECK_OVERLAP(lt_lerp_(head, tail, 0.5), "lt_lerp_", "'b'");
+    lt_tensor *ones5 = lt_ones(LT_F64, 1, (int64_t[1]){5});
+    CHECK_OVERLAP(lt_addcmul_(tail, ones5, head, 1), "lt_addcmul_", "'t2'");
+    CHECK(lt_addcmul_(tail, ones5, ones5, 1) == tail); /* an input of another storage */
+    lt_add_scalar_(tail, -1);
+    EXPECT_VALUES(x, 0, 0, 1, 2, 3, 4, 5); /* nothing else was written */
+    /* copy_: overlapping head and tail refused, disjoint ones copied */
+    lt_tensor *h4 = lt_slice(x, 0, 0, 4, 1), *t4 = lt_slice(x, 0, 2, 6, 1);
+    CHECK_OVERLAP(lt_copy_(h4, t4), "lt_copy_", "'src'");
+    lt_tensor *h3 = lt_slice(x, 0, 0, 3, 1), *t3 = lt_slice(x, 0, 3, 6, 1);
+    CHECK(lt_copy_(h3, t3) == h3);
+    EXPECT_VALUES(x, 0, 3, 4, 5, 3, 4, 5);
+    /* the same window through another handle, or the handle itself: allowed */
+    lt_tensor *d = lt_detach(x), *u0 = lt_unsqueeze(x, 0), *u1 = lt_unsqueeze(x, 0), *e = lt_expand(x, 2, r16);
+    CHECK(lt_add_(x, x) == x && lt_add_(x, d) == x && lt_add_(u0, u1) == u0);
+    CHECK(lt_add_(e, u0) == e); /* expand's new dim of size 1 has unsqueeze's stride, as in PyTorch */
+    EXPECT_VALUES(x, 0, 48, 64, 80, 48, 64, 80);
+    /* the same range with other strides is a partial overlap */
+    lt_tensor *v16 = lt_view(x, 2, r16), *b = lt_view(x, 2, s23), *bt = lt_t(b), *c = lt_view(x, 2, (int64_t[2]){3, 2});
+    CHECK_OVERLAP(lt_add_(v16, x), "lt_add_", "'b'");
+    CHECK_OVERLAP(lt_sub_(bt, c), "lt_sub_", "'b'"); /* a.sub_(a.t()) in other clothes */
+    /* a row of the target read while the target is written */
+    lt_tensor *row = lt_slice(b, 0, 0, 1, 1);
+    CHECK_OVERLAP(lt_mul_(b, row), "lt_mul_", "'b'");
+    /* not dense (PyTorch's "too hard"): runs, inputs read before the write */
+    lt_tensor *ev = lt_slice(x, 0, 0, 6, 2), *mid = lt_slice(x, 0, 1, 4, 1);
+    lt_fill_(x, 0);
+    lt_add_scalar_(mid, 1); /* x = 0 1 1 1 0 0 */
+    CHECK(lt_add_(ev, mid) == ev);
+    EXPECT_VALUES(x, 0, 1, 1, 2, 1, 1, 0); /* what PyTorch computes too */
+    /* a zero-size view with an expanded dim has nothing to write: PyTorch 1.13 lets it run */
+    lt_tensor *z = lt_zeros(LT_F64, 2, (int64_t[2]){0, 1}), *ze = lt_expand(z, 2, (int64_t[2]){0, 3});
+    CHECK(lt_add_scalar_(ze, 1) == ze && lt_fill_(ze, 1) == ze);
+    /* the library stays usable */
+    lt_tensor *all[] = {ze, z, mid, ev, row, c, bt, b, v16, e, u1, u0, d, t3, h3, t4, h4, ones5, head, tail, x};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lt_free(all[i]);
+    CHECK(lt_error() == LT_OK);
+}
+
 int main(void) {
     RUN(view_values_and_aliasing);
     RUN(view_errors);
@@ -384,5 +452,6 @@ int main(void) {
     RUN(deep_chain_and_lifetimes);
     RUN(regress_broadcast_in_place_of_running_shape);
     RUN(regress_operand_freed_before_sync);
+    RUN(inplace_partial_overlap);
     return h_report();
 }

@@ -52,6 +52,17 @@ static int check_bool(const char *fn, int op) {
 
 static int is_comparison(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
 
+/* PyTorch's assert_no_partial_overlap (func_partial_overlap). Cold path. */
+static void *partial_overlap(const char *fn, const char *arg, const lt_tensor *src, const char *dst_arg,
+                             const lt_tensor *dst) {
+    return err_set(LT_ERR_ARG,
+                   "%s: unsupported operation: some elements of the input tensor '%s' (offset %lld, shape %s, strides %s) "
+                   "and the written-to tensor '%s' (offset %lld, shape %s, strides %s) refer to a single memory "
+                   "location; clone the input first",
+                   fn, arg, (long long)src->offset, SHAPE_STR(src->ndim, src->shape), SHAPE_STR(src->ndim, src->strides),
+                   dst_arg, (long long)dst->offset, SHAPE_STR(dst->ndim, dst->shape), SHAPE_STR(dst->ndim, dst->strides));
+}
+
 lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
                            lt_tensor *inplace) {
     API_ENTER();
@@ -62,6 +73,16 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
                     (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
+    /* PyTorch checks memory overlap before shapes (TensorIterator's order). */
+    if (inplace) {
+        if (LT_UNLIKELY(inplace->overlaps))
+            return err_set(LT_ERR_ARG,
+                           "%s: argument '%s' (the written-to tensor) is an expanded view: more than one of its "
+                           "elements refers to a single memory location; clone it first",
+                           fn, arg_name(op, 0));
+        for (int i = 1; i < nin; i++)
+            if (func_partial_overlap(inplace, in[i])) return partial_overlap(fn, arg_name(op, i), in[i], "a", inplace);
+    }
     int64_t shape[LT_MAX_DIMS];
     int nd = in[0]->ndim;
     memcpy(shape, in[0]->shape, sizeof shape); /* fixed size: a few moves, not a rep movs */
@@ -89,11 +110,6 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
         if (LT_UNLIKELY(od != inplace->dtype && !dtype_can_cast(od, (lt_dtype)inplace->dtype)))
             return err_set(LT_ERR_DTYPE, "%s: result type %s can't be cast to the dtype %s of the in-place target 'a'", fn,
                            dtype_name(od), dtype_name((lt_dtype)inplace->dtype));
-        if (LT_UNLIKELY(inplace->overlaps))
-            return err_set(LT_ERR_ARG,
-                           "%s: argument '%s' (the written-to tensor) is an expanded view: more than one of its "
-                           "elements refers to a single memory location; clone it first",
-                           fn, arg_name(op, 0));
         od = (lt_dtype)inplace->dtype;
     }
     ir_node *v[3];
@@ -216,13 +232,16 @@ lt_tensor *lt_to_dtype(lt_tensor *a, lt_dtype dtype) {
 lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
     API_ENTER();
     if (api_check("lt_copy_", "dst", dst) || api_check("lt_copy_", "src", src)) return NULL;
+    /* PyTorch's copy_ returns at once when src is dst, even an expanded one;
+     * otherwise it checks memory overlap before shapes. */
+    if (dst->overlaps && src != dst)
+        return err_set(LT_ERR_ARG, "lt_copy_: argument 'dst' is an expanded view: more than one element refers to a single memory location");
+    if (func_partial_overlap(dst, src)) return partial_overlap("lt_copy_", "src", src, "dst", dst);
     int64_t shape[LT_MAX_DIMS];
     int nd = shape_broadcast(dst->ndim, dst->shape, src->ndim, src->shape, shape);
     if (nd != dst->ndim || memcmp(shape, dst->shape, (size_t)nd * 8))
         return err_set(LT_ERR_SHAPE, "lt_copy_: argument 'src' of shape %s does not broadcast to 'dst' shape %s",
                        SHAPE_STR(src->ndim, src->shape), SHAPE_STR(dst->ndim, dst->shape));
-    if (dst->overlaps)
-        return err_set(LT_ERR_ARG, "lt_copy_: argument 'dst' is an expanded view: more than one element refers to a single memory location");
     ir_node *v = func_value(src);
     if (!v) return NULL;
     int cast = 0;
@@ -241,8 +260,8 @@ lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
 static lt_tensor *fill(const char *fn, lt_tensor *a, double value) {
     API_ENTER();
     if (api_check(fn, "a", a)) return NULL;
-    if (a->overlaps)
-        return err_set(LT_ERR_ARG, "%s: argument 'a' is an expanded view: more than one element refers to a single memory location", fn);
+    /* No overlap check: PyTorch's fill_ writes an expanded view too (every
+     * element gets the same value, so the result is well defined). */
     if (!dtype_fits(value, (lt_dtype)a->dtype))
         return err_set(LT_ERR_ARG, "%s: argument 'value' %g cannot be converted to %s without overflow", fn, value,
                        dtype_name((lt_dtype)a->dtype));

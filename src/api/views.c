@@ -227,6 +227,12 @@ lt_tensor *lt_expand(lt_tensor *a, int ndim, const int64_t *shape) {
                            SHAPE_STR(ndim, shape));
         }
     }
+    /* PyTorch's inferExpandGeometry: a new leading dim of size 1 takes the
+     * stride of a contiguous dim outside the next one (stride 0 only when it
+     * repeats, or for a 0-d input). Strides of size-1 dims decide whether two
+     * views of the same elements are the "same" (func_partial_overlap). */
+    for (int i = lead - 1; i >= 0 && a->ndim > 0; i--)
+        if (ns[i] == 1) st[i] = ns[i + 1] * st[i + 1];
     if (shape_numel_checked("lt_expand", ndim, ns) < 0) return NULL;
     return make_view("lt_expand", a, ndim, ns, st, a->offset);
 }

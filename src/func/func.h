@@ -117,4 +117,12 @@ int geom_view_strides(int ndim, const int64_t *shape, const int64_t *strides, in
                       const int64_t *newshape, int64_t *newstrides);
 int geom_is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 
+/* Would an in-place op writing `dst` while reading `src` be refused by
+ * PyTorch's assert_no_partial_overlap? Only two distinct handles of one
+ * storage can: everything else costs two compares. */
+int func_partial_overlap_slow(const lt_tensor *dst, const lt_tensor *src);
+static inline int func_partial_overlap(const lt_tensor *dst, const lt_tensor *src) {
+    return src != dst && LT_UNLIKELY(src->st == dst->st) && func_partial_overlap_slow(dst, src);
+}
+
 #endif

@@ -41,21 +41,28 @@ static int overlaps_exact(int ndim, const int64_t *shape, const int64_t *strides
     return dup;
 }
 
-/* 0 only when no two elements share a location. Fast path: sort the dims of
- * size > 1 by stride; if each stride exceeds the extent of all the smaller
- * ones, no overlap. Otherwise decide exactly. Zero-size views never overlap. */
-int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides) {
-    int idx[LT_MAX_DIMS], n = 0;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 0) return 0;
+/* The dims of size > 1, in increasing stride order (into idx); their count. */
+static int dims_by_stride(int ndim, const int64_t *shape, const int64_t *strides, int *idx) {
+    int n = 0;
+    for (int i = 0; i < ndim; i++)
         if (shape[i] > 1) idx[n++] = i;
-    }
     for (int i = 1; i < n; i++) /* insertion sort by stride */
         for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
             int tmp = idx[j];
             idx[j] = idx[j - 1];
             idx[j - 1] = tmp;
         }
+    return n;
+}
+
+/* 0 only when no two elements share a location. Fast path: sort the dims of
+ * size > 1 by stride; if each stride exceeds the extent of all the smaller
+ * ones, no overlap. Otherwise decide exactly. Zero-size views never overlap
+ * (PyTorch 1.13 writes an expanded empty view). */
+int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides) {
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 0;
+    int idx[LT_MAX_DIMS], n = dims_by_stride(ndim, shape, strides, idx);
     int64_t extent = 0; /* max offset reachable by the smaller dims */
     for (int k = 0; k < n; k++) {
         int64_t s = strides[idx[k]];
@@ -63,6 +70,33 @@ int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides) {
         extent += s * (shape[idx[k]] - 1);
     }
     return 0;
+}
+
+/* PyTorch's is_non_overlapping_and_dense: the dims of size > 1, taken in
+ * stride order, have contiguous strides. */
+static int geom_dense(int ndim, const int64_t *shape, const int64_t *strides) {
+    int idx[LT_MAX_DIMS], n = dims_by_stride(ndim, shape, strides, idx);
+    int64_t want = 1;
+    for (int k = 0; k < n; k++) {
+        if (strides[idx[k]] != want) return 0;
+        want *= shape[idx[k]];
+    }
+    return 1;
+}
+
+/* PyTorch's get_overlap_status(a, b) == PARTIAL for two distinct handles of
+ * one storage. Only dense windows (PyTorch's non_overlapping_and_dense) are
+ * compared, by their ranges of offsets: the same range read with the same
+ * strides is FULL (allowed), any other intersection PARTIAL. Anything else is
+ * PyTorch's TOO_HARD, which it lets run: so do we (inputs are read before the
+ * write, the functional meaning). */
+int func_partial_overlap_slow(const lt_tensor *a, const lt_tensor *b) {
+    if (a->numel == 0 || b->numel == 0) return 0;
+    if (!geom_dense(a->ndim, a->shape, a->strides) || !geom_dense(b->ndim, b->shape, b->strides)) return 0;
+    int64_t a0 = a->offset, a1 = a0 + a->numel, b0 = b->offset, b1 = b0 + b->numel;
+    if (a0 == b0 && a1 == b1)
+        return a->ndim != b->ndim || memcmp(a->strides, b->strides, (size_t)a->ndim * sizeof(int64_t)) != 0;
+    return a0 < b1 && b0 < a1;
 }
 
 /* PyTorch's at::detail::computeStride. */

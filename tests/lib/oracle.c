@@ -336,16 +336,20 @@ or_tensor *or_select(const or_tensor *t, int dim, int64_t index) {
     return alias(t, t->ndim - 1, ns, st, t->offset + index * t->strides[d]);
 }
 
+/* PyTorch's inferExpandGeometry, walked from the last dim: a new leading
+ * dim of size 1 gets the stride it would have in a contiguous tensor around
+ * the dims after it; a repeated dim gets 0; a 0-d tensor expands with all
+ * strides 0. */
 or_tensor *or_expand(const or_tensor *t, int ndim, const int64_t *shape) {
     if (ndim < t->ndim || ndim > LT_MAX_DIMS) return fail("expand: fewer target dims than the tensor has");
     int64_t ns[LT_MAX_DIMS], st[LT_MAX_DIMS];
     int lead = ndim - t->ndim;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = ndim - 1; i >= 0; i--) {
         int j = i - lead;
         if (j < 0) {
             if (shape[i] < 0) return fail("expand: -1 not allowed in a new leading dim");
             ns[i] = shape[i];
-            st[i] = 0;
+            st[i] = shape[i] != 1 || t->ndim == 0 ? 0 : ns[i + 1] * st[i + 1];
         } else if (shape[i] == -1 || shape[i] == t->shape[j]) {
             ns[i] = t->shape[j];
             st[i] = t->strides[j];
@@ -508,8 +512,72 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The storage offsets of t's elements, sorted (malloc'd, at least one slot). */
+static int64_t *sorted_offsets(const or_tensor *t) {
+    int64_t n = or_numel(t), *o = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    offsets(t, o);
+    qsort(o, (size_t)n, sizeof *o, cmp_i64);
+    return o;
+}
+
+/* PyTorch's is_non_overlapping_and_dense, decided from the elements
+ * themselves: they fill numel consecutive locations, each once. For strides
+ * >= 0 this is the same as "some order of the dims has contiguous strides". */
+static int dense(const or_tensor *t) {
+    int64_t n = or_numel(t), *o = sorted_offsets(t);
+    int ok = 1;
+    for (int64_t i = 1; i < n && ok; i++) ok = o[i] == o[0] + i;
+    free(o);
+    return ok;
+}
+
+/* PyTorch's get_overlap_status(dst, src) == PARTIAL, src not dst itself:
+ * both dense, on one storage, their ranges of locations intersect, and they
+ * are not the same range read with the same strides (FULL). Anything not
+ * dense is TOO_HARD, which PyTorch runs (and so does this oracle: inputs
+ * are read before anything is written). */
+static int partial_overlap(const or_tensor *dst, const or_tensor *src) {
+    if (dst->st != src->st || !or_numel(dst) || !or_numel(src) || !dense(dst) || !dense(src)) return 0;
+    int64_t *a = sorted_offsets(dst), *b = sorted_offsets(src);
+    int64_t a0 = a[0], a1 = a0 + or_numel(dst), b0 = b[0], b1 = b0 + or_numel(src);
+    free(a);
+    free(b);
+    if (a0 == b0 && a1 == b1) {
+        int same = dst->ndim == src->ndim;
+        for (int d = 0; same && d < dst->ndim; d++) same = dst->strides[d] == src->strides[d];
+        return !same;
+    }
+    return a0 < b1 && b0 < a1;
+}
+
+/* Does the written-to tensor have two elements at one location? 1: a dim of
+ * size > 1 with stride 0 (PyTorch's has_internal_overlap YES; PyTorch 1.13
+ * writes a zero-size tensor whatever its strides); 2: elements that meet
+ * otherwise (PyTorch's TOO_HARD: it runs the op in its own iteration order,
+ * an order-dependent result the library does not reproduce, so it refuses
+ * and so does this oracle). 0: no overlap. */
+static int internal_overlap(const or_tensor *t) {
+    int64_t n = or_numel(t);
+    for (int d = 0; d < t->ndim && n; d++)
+        if (t->shape[d] > 1 && t->strides[d] == 0) return 1;
+    int64_t *o = sorted_offsets(t);
+    int dup = 0;
+    for (int64_t i = 1; i < n && !dup; i++) dup = o[i] == o[i - 1];
+    free(o);
+    return dup ? 2 : 0;
+}
+
 int or_apply_(enum or_op op, or_tensor *const *in, const double *sc) {
     or_tensor *dst = in[0];
+    /* Memory overlap first, as PyTorch's TensorIterator; fill_ checks none,
+     * and copy_ of a tensor onto itself returns before any check. */
+    if (op != OR_FILL && !(op == OR_COPY && in[1] == dst)) {
+        if (internal_overlap(dst))
+            return fail("more than one element of the written-to tensor refers to a single memory location"), -1;
+        for (int j = 1; j < arity[op]; j++)
+            if (in[j] != dst && partial_overlap(dst, in[j]))
+                return fail("some elements of the input tensor and the written-to tensor refer to a single memory location"), -1;
+    }
     int nd;
     int64_t shape[LT_MAX_DIMS];
     double *v = compute(op, in, sc, &nd, shape);
@@ -521,21 +589,11 @@ int or_apply_(enum or_op op, or_tensor *const *in, const double *sc) {
         fail("result shape does not match the in-place target");
         return -1;
     }
-    int64_t n = or_numel(dst);
-    int64_t *o = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), *sorted = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    int64_t n = or_numel(dst), *o = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     offsets(dst, o);
-    memcpy(sorted, o, sizeof(int64_t) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
-    int overlap = 0;
-    for (int64_t i = 1; i < n; i++) overlap |= sorted[i] == sorted[i - 1];
-    if (overlap) {
-        fail("more than one element of the written-to tensor refers to a single memory location");
-    } else {
-        for (int64_t i = 0; i < n; i++) dst->st->data[o[i]] = round_to(dst->dtype, v[i]);
-        dst->st->writes++;
-    }
+    for (int64_t i = 0; i < n; i++) dst->st->data[o[i]] = round_to(dst->dtype, v[i]);
+    dst->st->writes++;
     free(v);
     free(o);
-    free(sorted);
-    return overlap ? -1 : 0;
+    return 0;
 }

@@ -10,8 +10,8 @@
  *
  * Errors: functions returning a tensor return NULL, int functions -1, and
  * or_error() says why. Error cases follow PyTorch (view not expressible,
- * out-of-range dim/index, bad permutation, write through a view where two
- * elements share a location, ...). */
+ * out-of-range dim/index, bad permutation, in-place writes that PyTorch's
+ * memory-overlap checks refuse, ...). */
 #ifndef LT_ORACLE_H
 #define LT_ORACLE_H
 
@@ -77,8 +77,12 @@ int or_op_scalars(enum or_op op); /* scalar arguments */
 or_tensor *or_apply(enum or_op op, or_tensor *const *in, const double *sc);
 /* In-place: in[0] is the target. All inputs are read before anything is
  * written (the result equals the out-of-place op's); the result must have
- * the target's shape, and the target must not have two elements at one
- * location. Returns 0 or -1. */
+ * the target's shape. PyTorch's memory-overlap rules, checked first: the
+ * target must not have two elements at one location, and no input other
+ * than the target itself may partly overlap it (dense windows of one storage
+ * whose ranges meet, unless the same range with the same strides); FILL
+ * checks neither, COPY neither when its source is the target itself.
+ * Returns 0 or -1. */
 int or_apply_(enum or_op op, or_tensor *const *in, const double *sc);
 
 #endif
