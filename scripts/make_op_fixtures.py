@@ -151,7 +151,8 @@ def inplace_maxmin(a, b, fn):
     r = fn(a, b)
     if not torch.can_cast(r.dtype, a.dtype) or r.shape != a.shape:
         raise RuntimeError("result type/shape")
-    if a.storage().data_ptr() == b.storage().data_ptr():  # aliases: out=a, PyTorch's in-place form, checks overlap
+    if a.numel() and b.numel() and a.storage().data_ptr() == b.storage().data_ptr():
+        # aliases: out=a, PyTorch's in-place form, checks memory overlap
         return fn(a, b, out=a)
     return a.copy_(r)
 
