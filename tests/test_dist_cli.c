@@ -1,8 +1,9 @@
 /* `mpirun -np 2 lazytensor train` end to end (DESIGN 12), run by CTest as a
  * single process that launches the jobs itself ($LT_MPIEXEC; skipped
- * without MPI): 2 processes x batch 32 reproduce 1 process x batch 64 on the
- * same global batches, the report names the world size and global batch,
- * a checkpoint saved by 2 ranks resumes in 1 and continues the curve; and
+ * without MPI): 2 processes x batch 48 reproduce 1 process x batch 96 on the
+ * same global batches (fake data, and an image folder), the
+ * report names the world size and global batch, a checkpoint saved by 2
+ * ranks resumes in 1 and in 3 and continues the curve; and
  * the faults: ranks that trace different graphs (another --model on one)
  * fail with a clear error, a rank killed with SIGKILL mid-training ends the
  * job non-zero within 60 s naming the lost rank, the last checkpoint intact. */
@@ -10,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "cli_run.h"
+#include "data/image.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -50,22 +52,66 @@ static void same_losses(const char *what, const char *a, const char *b, int from
 
 TEST(two_ranks_match_one) {
     static char two[1 << 16], one[1 << 16], rest[1 << 16], full[1 << 16];
-    int rc = sh(two, sizeof two, MR "-np 2 %s train " COMMON " --batch-size 32 --steps 6 --save %s/ck.safetensors --report json 2>%s/err2",
+    int rc = sh(two, sizeof two, MR "-np 2 %s train " COMMON " --batch-size 48 --steps 6 --save %s/ck.safetensors --report json 2>%s/err2",
                 mpiexec, cli_path, cli_tmp, cli_tmp);
     CHECK_MSG(rc == 0, "mpirun -np 2: exit %d: %s", rc, two);
-    CHECK_MSG(cli_jnum(two, "world_size") == 2 && cli_jnum(two, "global_batch") == 64 && cli_jnum(two, "batch_size") == 32,
+    CHECK_MSG(cli_jnum(two, "world_size") == 2 && cli_jnum(two, "global_batch") == 96 && cli_jnum(two, "batch_size") == 48,
               "report: world %g, global batch %g", cli_jnum(two, "world_size"), cli_jnum(two, "global_batch"));
     CHECK(isfinite(cli_jnum(two, "comm_exposed_ms_per_step")));
     CHECK(strchr(two, '{') == strrchr(two, '{')); /* one report: rank 0's */
-    CHECK(cli_run(one, sizeof one, false, "train " COMMON " --batch-size 64 --steps 6 --report json") == 0);
-    same_losses("2 x 32 vs 1 x 64", two, one, 0);
+    CHECK(cli_run(one, sizeof one, false, "train " COMMON " --batch-size 96 --steps 6 --report json") == 0);
+    same_losses("2 x 48 vs 1 x 96", two, one, 0);
     CHECK_MSG(fabs(cli_jnum(two, "test_accuracy") - cli_jnum(one, "test_accuracy")) < 1e-9,
               "sharded evaluation: %g%% vs %g%%", cli_jnum(two, "test_accuracy"), cli_jnum(one, "test_accuracy"));
-    /* Saved by two ranks, resumed by one: the curve continues. */
-    CHECK(cli_run(rest, sizeof rest, false, "train " COMMON " --batch-size 64 --steps 10 --resume %s/ck.safetensors --report json",
+    /* Saved by two ranks, resumed by one and by three (the same global
+     * batch): the curve continues. */
+    CHECK(cli_run(full, sizeof full, false, "train " COMMON " --batch-size 96 --steps 10 --report json") == 0);
+    CHECK(cli_run(rest, sizeof rest, false, "train " COMMON " --batch-size 96 --steps 10 --resume %s/ck.safetensors --report json",
                   cli_tmp) == 0);
-    CHECK(cli_run(full, sizeof full, false, "train " COMMON " --batch-size 64 --steps 10 --report json") == 0);
     same_losses("resumed in one process", rest, full, 6);
+    rc = sh(rest, sizeof rest,
+            MR "-np 3 %s train " COMMON " --batch-size 32 --steps 10 --resume %s/ck.safetensors --report json 2>%s/err3",
+            mpiexec, cli_path, cli_tmp, cli_tmp);
+    CHECK_MSG(rc == 0, "mpirun -np 3 --resume: exit %d: %s", rc, rest);
+    same_losses("resumed in three processes", rest, full, 6);
+}
+
+/* An image folder (2 classes of 12 PNGs, written here): 2 processes x
+ * batch 4 read their parts of each global batch and reproduce 1 process x
+ * batch 8, over an epoch boundary; the evaluation on val/ is sharded too. */
+TEST(imagefolder_two_ranks_match_one) {
+    if (!img_have(IMG_PNG)) {
+        printf("  skipped: PNG support not built\n");
+        return;
+    }
+    static char two[1 << 16], one[1 << 16];
+    char p[512];
+    uint8_t px[8 * 8 * 3];
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < 2; c++) {
+            snprintf(p, sizeof p, "mkdir -p %s/img/%s/class%d", cli_tmp, split ? "val" : "train", c);
+            CHECK(system(p) == 0);
+            for (int i = 0; i < 12; i++) {
+                for (size_t k = 0; k < sizeof px; k++) /* two classes apart, each image its own */
+                    px[k] = (uint8_t)(c ? 150 + (k * 7 + (size_t)i * 13) % 90 : (k * 5 + (size_t)i * 11) % 120);
+                snprintf(p, sizeof p, "%s/img/%s/class%d/%d.png", cli_tmp, split ? "val" : "train", c, i);
+                FILE *f = fopen(p, "wb");
+                char msg[IMG_MSG];
+                CHECK(f && !img_png_write(f, px, 8, 8, 3, msg));
+                if (f) fclose(f);
+            }
+        }
+#define FOLDER "--data imagefolder --data-dir %s/img --image-size 8 --model mlp --workers 1 --steps 5 " \
+               "--log-every 1000 --lr-schedule none --report json"
+    int rc = sh(two, sizeof two, MR "-np 2 %s train " FOLDER " --batch-size 4 2>%s/errf", mpiexec, cli_path, cli_tmp,
+                cli_tmp);
+    CHECK_MSG(rc == 0, "mpirun -np 2 --data imagefolder: exit %d: %s", rc, two);
+    CHECK(cli_run(one, sizeof one, false, "train " FOLDER " --batch-size 8", cli_tmp) == 0);
+#undef FOLDER
+    CHECK(cli_jnum(two, "global_batch") == 8);
+    same_losses("imagefolder 2 x 4 vs 1 x 8", two, one, 0);
+    CHECK_MSG(fabs(cli_jnum(two, "test_accuracy") - cli_jnum(one, "test_accuracy")) < 1e-9,
+              "sharded evaluation: %g%% vs %g%%", cli_jnum(two, "test_accuracy"), cli_jnum(one, "test_accuracy"));
 }
 
 TEST(different_graphs_fail_clearly) {
@@ -154,6 +200,7 @@ int main(void) {
     }
     if (cli_setup(NULL, "test_dist_cli")) return 1;
     RUN(two_ranks_match_one);
+    RUN(imagefolder_two_ranks_match_one);
     RUN(different_graphs_fail_clearly);
     RUN(killed_rank_ends_the_job);
     cli_cleanup();

@@ -497,6 +497,15 @@ TEST(same_batches_for_any_worker_count) {
     data_folder_free(&f);
 }
 
+/* The x rows of batch b of epoch e (rows * floats values into out). */
+static int64_t batch_rows(data_floader *l, int64_t e, int64_t b, float *out, int64_t cap) {
+    lt_tensor *x = NULL, *y = NULL;
+    int64_t rows = l ? data_floader_next(l, e, b, &x, &y) : -1;
+    if (rows > cap || (rows > 0 && lt_to_host(x, out, (size_t)(rows * 192) * sizeof *out))) rows = -1;
+    lt_free(x), lt_free(y);
+    return rows;
+}
+
 TEST(shards_by_rank) {
     if (!have("folder.png")) return;
     char root[256];
@@ -505,24 +514,51 @@ TEST(shards_by_rank) {
     data_folder f;
     CHECK(data_folder_open(&f, root, "train") == 0);
     /* evaluation order (no shuffle, keep the last batch): ranks 0 and 1 of 2
-     * take alternate batches of 3: 0,2,4,6 and 1,3,5 -> all 20 images once */
+     * take every other image, 10 each in batches of 3, 3, 3, 1 -> all 20 once */
     int seen[20] = {0};
     for (int rank = 0; rank < 2; rank++) {
         data_floader_cfg c = cfg_of(3, 2, 2);
         c.shuffle = c.drop_last = c.tf.train = false;
         c.rank = rank, c.world = 2;
         data_floader *l = data_floader_new(&f, &c);
-        CHECK(l && data_floader_batches(l) == (rank ? 3 : 4));
+        CHECK(l && data_floader_batches(l) == 4);
         for (int64_t b = 0; l && b < data_floader_batches(l); b++) {
             lt_tensor *x, *y;
             int64_t rows = data_floader_next(l, 0, b, &x, &y);
-            CHECK(rows == (b == 3 ? 2 : 3));
-            for (int64_t r = 0; r < rows; r++) seen[(b * 2 + rank) * 3 + r]++;
+            CHECK(rows == (b == 3 ? 1 : 3));
+            for (int64_t r = 0; r < rows; r++) seen[(b * 3 + r) * 2 + rank]++;
             lt_free(x), lt_free(y);
         }
         data_floader_free(l);
     }
     for (int i = 0; i < 20; i++) CHECK_MSG(seen[i] == 1, "image %d seen %d times", i, seen[i]);
+    /* training (shuffled, drop_last): 3 ranks x batch 2 of 20 images -> 3
+     * batches each (18 images), and batch b of the 3 ranks is batch b of one
+     * loader with batch 6 (its rows r, r + 3, ... on rank r) */
+    data_floader_cfg c1 = cfg_of(6, 0, 1);
+    data_floader *one = data_floader_new(&f, &c1);
+    CHECK(one && data_floader_batches(one) == 3);
+    data_floader *rk[3];
+    for (int r = 0; r < 3; r++) {
+        data_floader_cfg c = cfg_of(2, 1, 2);
+        c.rank = r, c.world = 3;
+        rk[r] = data_floader_new(&f, &c);
+        CHECK(rk[r] && data_floader_batches(rk[r]) == 3);
+    }
+    for (int64_t e = 0; e < 2; e++)
+        for (int64_t b = 0; b < 3; b++) {
+            float whole[6 * 192], part[2 * 192];
+            CHECK(batch_rows(one, e, b, whole, 6) == 6);
+            for (int r = 0; r < 3; r++) {
+                CHECK(batch_rows(rk[r], e, b, part, 2) == 2);
+                for (int k = 0; k < 2; k++)
+                    CHECK_MSG(!memcmp(part + k * 192, whole + (k * 3 + r) * 192, 192 * sizeof *part),
+                              "epoch %lld batch %lld: rank %d row %d is not row %d of the whole batch", (long long)e,
+                              (long long)b, r, k, k * 3 + r);
+            }
+        }
+    for (int r = 0; r < 3; r++) data_floader_free(rk[r]);
+    data_floader_free(one);
     data_folder_free(&f);
 }
 

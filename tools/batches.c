@@ -145,23 +145,29 @@ int batches_open(cli_batches *b, const cli_opts *o, bool train) {
 
 int batches_shard(cli_batches *b, int64_t rank, int64_t world) {
     if (world == 1) return 0;
-    if (b->fl) {
-        fprintf(stderr, "lazytensor: --data imagefolder is not sharded across processes yet; run it in one process\n");
+    if (b->fl && data_floader_shard(b->fl, (int)rank, (int)world)) {
+        fprintf(stderr, "lazytensor: %s\n", lt_error_message());
+        lt_clear_error();
         return -1;
     }
-    data_loader_shard(&b->ml, rank, world);
+    if (b->ml.shuffle) data_loader_shard(&b->ml, rank, world);
+    else b->rank = rank, b->world = world; /* evaluation in memory: whole batches, none dropped */
     return 0;
 }
 
 int64_t batches_per_epoch(const cli_batches *b) {
     if (b->fl) return data_floader_batches(b->fl);
-    return b->ml.ds ? (b->ml.shuffle ? data_loader_full_batches(&b->ml) : (b->n + b->batch - 1) / b->batch) : 0;
+    if (!b->ml.ds) return 0;
+    if (b->ml.shuffle) return data_loader_full_batches(&b->ml);
+    int64_t all = (b->n + b->batch - 1) / b->batch, w = b->world ? b->world : 1;
+    return (all - b->rank + w - 1) / w;
 }
 
 int64_t batches_next(cli_batches *b, int64_t epoch, int64_t i, lt_tensor **x, lt_tensor **y) {
     if (b->fl) return data_floader_next(b->fl, epoch, i, x, y);
     *x = *y = NULL;
     if (!b->ml.ds) return 0;
+    if (!b->ml.shuffle && b->world > 1) i = i * b->world + b->rank;
     int64_t rows = data_loader_fill(&b->ml, epoch, i);
     if (rows) *x = data_loader_x(&b->ml, rows), *y = data_loader_y(&b->ml, rows);
     return rows;

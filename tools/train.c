@@ -33,8 +33,8 @@ static double evaluate(cli_net *net, cli_batches *te, const cli_opts *o, FILE *h
     progress pg;
     progress_init(&pg, human, batches_per_epoch(te), o->log_every);
     double correct = 0;
-    int64_t seen = 0, rank = lt_dist_rank(), world = lt_dist_world_size();
-    for (int64_t b = rank;; b += world) { /* several ranks: every world-th batch from this rank's */
+    int64_t seen = 0, world = lt_dist_world_size();
+    for (int64_t b = 0;; b++) { /* several ranks: this rank's part (batches_shard) */
         lt_tensor *x, *y;
         int64_t rows = interrupted() ? 0 : batches_next(te, 0, b, &x, &y);
         if (rows <= 0) break;
@@ -211,7 +211,7 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     }
     if (batches_open(&tr, o, true)) return CLI_FAILED;
     if (batches_open(&te, o, false)) return batches_close(&tr), CLI_FAILED;
-    if (batches_shard(&tr, lt_dist_rank(), world)) {
+    if (batches_shard(&tr, lt_dist_rank(), world) || batches_shard(&te, lt_dist_rank(), world)) {
         batches_close(&tr), batches_close(&te);
         return CLI_USAGE;
     }
@@ -267,6 +267,7 @@ int cmd_eval(const cli_opts *o) {
     }
     cli_batches te;
     if (batches_open(&te, o, false)) return CLI_FAILED;
+    if (batches_shard(&te, lt_dist_rank(), lt_dist_world_size())) return batches_close(&te), CLI_USAGE;
     cli_net *net = net_create(o, te.c, te.hw, te.classes);
     run_stats ck = {0};
     int r = net ? net_load(net, o, o->resume, &ck) : -1;

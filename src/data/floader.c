@@ -157,10 +157,24 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* Samples of each epoch this rank reads: every world-th of the order, from
+ * rank; with drop_last only the first floor(n / world) * world, so every
+ * rank has as many (torch's DistributedSampler). */
+static int64_t share_of(const data_floader *l) {
+    int64_t n = l->f->n, w = l->cfg.world;
+    return l->cfg.drop_last ? n / w : (n - l->cfg.rank + w - 1) / w;
+}
+
+/* l->nb: this rank's batches per epoch. */
+static void set_batches(data_floader *l) {
+    int64_t share = share_of(l), bs = l->cfg.batch;
+    l->nb = l->cfg.drop_last ? share / bs : (share + bs - 1) / bs;
+}
+
 static int64_t rows_of(const data_floader *l, int64_t b) {
-    int64_t g = b * l->cfg.world + l->cfg.rank, start = g * l->cfg.batch;
-    if (b < 0 || b >= l->nb || start >= l->f->n) return 0;
-    return l->f->n - start < l->cfg.batch ? l->f->n - start : l->cfg.batch;
+    int64_t start = b * l->cfg.batch, share = share_of(l);
+    if (b < 0 || b >= l->nb || start >= share) return 0;
+    return share - start < l->cfg.batch ? share - start : l->cfg.batch;
 }
 
 static void build_perm(data_floader *l, int64_t epoch) {
@@ -189,8 +203,8 @@ static void submit(data_floader *l) {
         if (!rows) return;
         if (l->perm_epoch != l->sub_epoch) build_perm(l, l->sub_epoch);
         slot *sl = &l->slots[(l->head + l->count) % l->nslots];
-        int64_t start = (l->sub_b * l->cfg.world + l->cfg.rank) * l->cfg.batch;
-        memcpy(sl->idx, l->perm + start, sizeof *sl->idx * (size_t)rows);
+        int64_t start = l->sub_b * l->cfg.batch; /* in this rank's share: every world-th sample */
+        for (int64_t r = 0; r < rows; r++) sl->idx[r] = l->perm[(start + r) * l->cfg.world + l->cfg.rank];
         sl->epoch = l->sub_epoch, sl->b = l->sub_b, sl->rows = rows;
         sl->next_row = sl->done = 0;
         sl->err[0] = 0;
@@ -257,8 +271,7 @@ data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg
     l->f = f;
     l->cfg = *cfg;
     if (l->cfg.batch > f->n) l->cfg.batch = f->n;
-    int64_t total = cfg->drop_last ? f->n / l->cfg.batch : (f->n + l->cfg.batch - 1) / l->cfg.batch;
-    l->nb = cfg->drop_last ? total / cfg->world : (total - cfg->rank + cfg->world - 1) / cfg->world;
+    set_batches(l);
     l->sample_floats = (int64_t)tf->channels * tf->size * tf->size;
     l->perm_epoch = -1;
     l->nslots = cfg->prefetch;
@@ -293,6 +306,19 @@ data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg
         l->nthreads = i + 1;
     }
     return l;
+}
+
+int data_floader_shard(data_floader *l, int rank, int world) {
+    pthread_mutex_lock(&l->mu);
+    int started = l->perm_epoch >= 0 || l->count;
+    pthread_mutex_unlock(&l->mu);
+    if (started || world < 1 || rank < 0 || rank >= world)
+        return err_set(LT_ERR_ARG, "data_floader_shard: rank %d of %d%s", rank, world,
+                       started ? " after the first batch (shard before reading)" : ": need 0 <= rank < world"),
+               -1;
+    l->cfg.rank = rank, l->cfg.world = world;
+    set_batches(l);
+    return 0;
 }
 
 int64_t data_floader_batches(const data_floader *l) { return l->nb; }

@@ -163,7 +163,11 @@ typedef struct data_floader_cfg {
     int workers;    /* 0: decode on the calling thread */
     int prefetch;   /* batches decoded ahead (>= 1) */
     bool fail_bad;  /* a bad image ends the run instead of being skipped */
-    int rank, world; /* this process takes every world-th batch, from rank */
+    /* This process reads every world-th sample of each epoch's order, from
+     * rank (torch's DistributedSampler; with drop_last the first
+     * floor(n / world) * world only): batch b of the W ranks together holds
+     * the images of batch b of one loader W times larger. */
+    int rank, world;
     FILE *warn;     /* one line per bad file; NULL: quiet */
     img_tf tf;
 } data_floader_cfg;
@@ -171,6 +175,10 @@ typedef struct data_floader_cfg {
 /* Borrows f (it must outlive the loader). NULL with the library error set. */
 data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg);
 void data_floader_free(data_floader *l);
+/* Sets (rank, world) of the configuration after the fact (the CLI opens its
+ * data before it knows which ranks train), before the first batch is read.
+ * 0, or -1 with the library error set. */
+int data_floader_shard(data_floader *l, int rank, int world);
 /* Batches of one epoch for this rank. */
 int64_t data_floader_batches(const data_floader *l);
 /* Batch b of `epoch` as new tensors x (rows, C, S, S) f32 and y (rows) i64
