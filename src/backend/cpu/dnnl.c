@@ -3,7 +3,8 @@
  * caller runs a fast C kernel (nn_fast.c) or the reference kernel.
  *
  * Library ops (conv2d and its two backward ops, avg pooling and its
- * backward) become oneDNN primitives when the executable is compiled. Each
+ * backward; linear and matmul on bfloat16) become oneDNN primitives when
+ * the executable is compiled. Each
  * primitive picks its own layouts (format `any`: blocked nChw16c, OIhw16i16o
  * and so on); every argument whose layout differs from our plain NCHW / OIHW
  * gets a reorder primitive, also made at compile time, and a block of the
@@ -12,6 +13,9 @@
 
 #ifdef LT_HAVE_DNNL
 #include <dnnl.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* One engine and one stream for the process, created at the first compile. */
 static dnnl_engine_t eng;
@@ -126,6 +130,26 @@ static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_data_type_t dt, d
     dnnl_memory_desc_init_by_tag(md, 4, dims, dt, tag);
 }
 
+/* A backward primitive; serial: made for one thread, so that it runs
+ * without a parallel region. oneDNN 2.6's bfloat16 weight gradient of a
+ * strided convolution (jit_bf16:avx512_core_bf16) synchronizes its two
+ * threads so often that on a busy machine it took 230-2650 ms per call
+ * for ResNet-20's 3x3 stride-2 convs (fp32: 9-17 ms; alone on one
+ * thread: 1.2-5 ms, in the same runs; DNNL_VERBOSE). oneDNN sizes its
+ * thread split when the primitive is made, from omp_get_max_threads(). */
+static dnnl_status_t pd_create_bwd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
+                                   const_dnnl_primitive_desc_t fpd, int serial) {
+#ifdef _OPENMP
+    int nth = omp_get_max_threads();
+    if (serial) omp_set_num_threads(1);
+#endif
+    dnnl_status_t st = dnnl_primitive_desc_create(pd, bd, NULL, eng, fpd);
+#ifdef _OPENMP
+    if (serial) omp_set_num_threads(nth);
+#endif
+    return st;
+}
+
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
  * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
@@ -179,7 +203,8 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
                                                                              &wa, &oa, str, dil, pl, pr)
                            : dnnl_dilated_convolution_backward_weights_desc_init(
                                  &bdsc, dnnl_convolution_direct, &xa, &wa, NULL, &oa, str, dil, pl, pr);
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &bdsc, NULL, eng, fpd);
+    if (st == dnnl_success) st = pd_create_bwd(&pd, &bdsc, fpd, y->op == LT_OP_CONV2D_BWD_WEIGHT && wt == dnnl_bf16 &&
+                                                                   (ia[0] > 1 || ia[1] > 1) && ws[2] * ws[3] > 1);
     dnnl_primitive_desc_destroy(fpd);
     if (st != dnnl_success) return -1;
     if (y->op == LT_OP_CONV2D_BWD_INPUT) {
@@ -223,6 +248,32 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     return finish(d, pd, 2, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC}, (int[]){0, -1}, u);
 }
 
+/* LINEAR (x (..., K), w (O, K)[, bias (O)]) and MATMUL (a (..., K), b (K,
+ * N)) on bfloat16, as one (M, K) @ (K, N) matmul primitive (accumulating
+ * in float32; oneDNN's avx512_core_bf16 kernels): the leading dims of x or
+ * a are rows of one matrix; w is read transposed in place ('ba'). */
+static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
+    const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
+    int lin = y->op == LT_OP_LINEAR, bias = lin && y->nin == 3;
+    int64_t K = a->shape[a->ndim - 1], N = lin ? b->shape[0] : b->shape[1], M = a->numel / K;
+    dnnl_memory_desc_t am, bm, cm, biasm;
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, bsd = {1, N};
+    dnnl_memory_desc_init_by_tag(&am, 2, ad, dnnl_bf16, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&bm, 2, bd, dnnl_bf16, lin ? dnnl_ba : dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&cm, 2, cd, dnnl_bf16, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&biasm, 2, bsd, dnnl_bf16, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_matmul_desc_init(&md, &am, &bm, bias ? &biasm : NULL, &cm) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success)
+        return -1;
+    const dnnl_memory_desc_t *u[] = {&am, &bm, &biasm, &cm};
+    if (bias) return finish(d, pd, 4, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
+                            (int[]){0, 1, 2, -1}, u);
+    const dnnl_memory_desc_t *u3[] = {&am, &bm, &cm};
+    return finish(d, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, (int[]){0, 1, -1}, u3);
+}
+
 /* Every operand and the output of dtype dt (float32 or bfloat16), none empty. */
 static int all_of(const exec_graph *g, const gnode *y, int dt) {
     if (y->dtype != dt || y->numel == 0) return 0;
@@ -240,15 +291,19 @@ int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
 }
 
 cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
-    if (!all_float(g, y) || (y->op == LT_OP_LINEAR && !all_of(g, y, LT_F32))) return NULL;
-    int kind;
+    if (!all_float(g, y)) return NULL;
+    int kind, bf16 = y->dtype == LT_BF16;
     switch (y->op) {
     case LT_OP_CONV2D:
     case LT_OP_CONV2D_BWD_INPUT:
     case LT_OP_CONV2D_BWD_WEIGHT:
     case LT_OP_AVG_POOL2D:
     case LT_OP_AVG_POOL2D_BWD: kind = D_PRIM; break;
-    case LT_OP_LINEAR: kind = D_LINEAR; break;
+    case LT_OP_LINEAR: kind = bf16 ? D_PRIM : D_LINEAR; break;
+    case LT_OP_MATMUL: /* float32 matmuls are K_MATMUL kernels (cpu_dnnl_matmul) */
+        if (!bf16 || g->nodes[y->in[0]].ndim < 2 || g->nodes[y->in[1]].ndim != 2) return NULL;
+        kind = D_PRIM;
+        break;
     default: return NULL;
     }
     if (kind == D_PRIM && !dnnl_ready()) return NULL;
@@ -264,6 +319,8 @@ cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) 
         d->bias = y->nin == 3;
     } else if (y->op == LT_OP_CONV2D || y->op == LT_OP_CONV2D_BWD_INPUT || y->op == LT_OP_CONV2D_BWD_WEIGHT) {
         rc = conv_new(d, g, y, blk);
+    } else if (y->op == LT_OP_LINEAR || y->op == LT_OP_MATMUL) {
+        rc = matmul_new(d, g, y);
     } else {
         rc = pool_new(d, g, y);
     }
