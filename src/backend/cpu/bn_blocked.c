@@ -1,54 +1,63 @@
 /* Batch norm on channel-blocked activations (nChw16c, layout.c): element
  * (n, c, k) of x (N, C, inner) is at ((n * C/16 + c/16) * inner + k) * 16 +
  * c % 16, so 16 channels sit side by side and every loop below runs over
- * them as one vector. Same formulas as the plain loops in nn_fast.c: sums
- * of a run in float, accumulated per channel in double; two-pass
- * statistics. Parallel over samples (a stage of 16 channels has a single
- * channel block). */
+ * them as one vector. Activations are float32 or bfloat16 (b.bf16: widened
+ * on load, rounded on store; statistics and math float32). Same formulas
+ * as the plain loops in nn_fast.c: sums of a run in float, accumulated per
+ * channel in double; two-pass statistics. Parallel over samples (a stage
+ * of 16 channels has a single channel block). */
 #include "cpu.h"
 
 #include "simd.h"
 
 #include <math.h>
 
+/* The loops over one run of 16 channels (bn_blocked_rows.h); activation
+ * pointers are float * or bfloat16's uint16_t *, as the table. */
 typedef struct bn_rows {
-    void (*sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner, double *acc);
-    void (*apply)(const float *xp, float *yp, const float *sc, const float *sh, const float *rp, int act,
+    void (*sums)(const void *ap, const void *bp, const float *m, const float *m2, int64_t inner, double *acc);
+    void (*apply)(const void *xp, void *yp, const float *sc, const float *sh, const void *rp, int act,
                   int64_t inner);
-    void (*dx)(const float *gp, const float *xp, float *dp, const float *k, const float *mg, const float *cx,
+    void (*dx)(const void *gp, const void *xp, void *dp, const float *k, const float *mg, const float *cx,
                const float *mc, int64_t inner, int batch);
 } bn_rows;
 
 #define ISA_EACH "bn_blocked_body.h"
 #include "isa_copies.h"
 
-static const bn_rows *rows(void) {
+static const bn_rows *rows(bn_geom b) {
 #ifdef HAVE_ISA
     switch (cpu_isa()) {
-    case 2: return &bn_rows_avx512;
-    case 1: return &bn_rows_avx2;
+    case 2: return &bn_rows_avx512[b.bf16];
+    case 1: return &bn_rows_avx2[b.bf16];
     default: break;
     }
 #endif
-    return &bn_rows_base;
+    return &bn_rows_base[b.bf16];
 }
+
+/* Run u (sample n, channel block cb: u = n * C/16 + cb) of activations p. */
+static const void *run_at(bn_geom b, const void *p, int64_t u) {
+    return (const char *)p + (size_t)(u * b.inner * 16) * (b.bf16 ? 2 : 4);
+}
+static void *run_at_w(bn_geom b, void *p, int64_t u) { return (void *)run_at(b, p, u); }
 
 /* For channel i of block cb: s[i] = sum(a - m[i]), s[16 + i] = sum((a -
  * m[i]) * (b - m2[i])); b NULL: b = a. */
-static void block_sums(bn_geom b, int64_t cb, const float *a, const float *bb, const float *m, const float *m2,
+static void block_sums(bn_geom b, int64_t cb, const void *a, const void *bb, const float *m, const float *m2,
                        double s[32]) {
     int64_t CB = b.C / 16;
-    const bn_rows *r = rows();
+    const bn_rows *r = rows(b);
     double acc[32] = {0};
 #pragma omp parallel for schedule(static) reduction(+ : acc[:32])
     for (int64_t n = 0; n < b.N; n++) {
-        const float *ap = a + (n * CB + cb) * b.inner * 16, *bp = bb ? bb + (n * CB + cb) * b.inner * 16 : ap;
+        const void *ap = run_at(b, a, n * CB + cb), *bp = bb ? run_at(b, bb, n * CB + cb) : ap;
         r->sums(ap, bp, m, m2, b.inner, acc);
     }
     memcpy(s, acc, sizeof acc);
 }
 
-void bn_blk_stats(bn_geom b, const float *x, float *out) {
+void bn_blk_stats(bn_geom b, const void *x, float *out) {
     double cnt = (double)(b.N * b.inner);
     static const float zero[16];
     for (int64_t cb = 0; cb < b.C / 16; cb++) {
@@ -65,10 +74,10 @@ void bn_blk_stats(bn_geom b, const float *x, float *out) {
     }
 }
 
-void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
-                  double eps, const float *res, int act, float *out) {
+void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, const float *w, const float *bias,
+                  double eps, const void *res, int act, void *out) {
     int64_t CB = b.C / 16;
-    const bn_rows *r = rows();
+    const bn_rows *r = rows(b);
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < b.N * CB; u++) {
         int64_t c0 = (u % CB) * 16;
@@ -78,15 +87,14 @@ void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, con
             sc[i] = (float)(is * wc);
             sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
         }
-        size_t off = (size_t)(u * b.inner * 16);
-        r->apply(x + off, out + off, sc, sh, res ? res + off : NULL, act, b.inner);
+        r->apply(run_at(b, x, u), run_at_w(b, out, u), sc, sh, res ? run_at(b, res, u) : NULL, act, b.inner);
     }
 }
 
-void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
-                double eps, float *dx, float *sums) {
+void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const float *v, const float *w, int batch,
+                double eps, void *dx, float *sums) {
     int64_t CB = b.C / 16;
-    const bn_rows *r = rows();
+    const bn_rows *r = rows(b);
     double cnt = (double)(b.N * b.inner);
     for (int64_t cb = 0; cb < CB; cb++) {
         int64_t c0 = cb * 16;
@@ -109,8 +117,8 @@ void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const
         }
 #pragma omp parallel for schedule(static)
         for (int64_t n = 0; n < b.N; n++) {
-            size_t off = (size_t)((n * CB + cb) * b.inner * 16);
-            r->dx(g + off, x + off, dx + off, k, mg, cx, mc, b.inner, batch);
+            int64_t u = n * CB + cb;
+            r->dx(run_at(b, g, u), run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
         }
     }
 }

@@ -1,55 +1,59 @@
 /* The per-run loops of bn_blocked.c, compiled once per instruction set
- * (included through isa_copies.h, ISA_SUF the suffix): a
- * v16 is one zmm under AVX-512, two ymm under AVX2; on the baseline its four
- * xmm do not all fit in registers with the accumulators. Not a normal
- * header (no include guard, on purpose). */
+ * (included through isa_copies.h, ISA_SUF the suffix) and, inside, once
+ * per activation type (bn_blocked_rows.h): a v16 is one zmm under
+ * AVX-512, two ymm under AVX2; on the baseline its four xmm do not all fit
+ * in registers with the accumulators. Not a normal header (no include
+ * guard, on purpose). */
 #define BN_FN(x) CAT3(x, ISA_SUF, )
 
-/* One run of 16 channels: acc[i] += sum(a - m), acc[16 + i] += sum((a - m) * (b - m2)). */
-static void BN_FN(run_sums)(const float *ap, const float *bp, const float *m, const float *m2, int64_t inner,
-                            double *acc) {
-    v16 r0 = {0}, r1 = {0}, mv = V16(m), m2v = V16(m2);
-    for (int64_t k = 0; k < inner; k++) {
-        v16 d = V16(ap + k * 16) - mv;
-        r0 += d;
-        r1 += d * (V16(bp + k * 16) - m2v);
-    }
-    float s0[16], s1[16];
-    memcpy(s0, &r0, sizeof s0);
-    memcpy(s1, &r1, sizeof s1);
-    for (int i = 0; i < 16; i++) {
-        acc[i] += s0[i];
-        acc[16 + i] += s1[i];
-    }
+/* The bfloat16 bits of each lane of *f, as bf16_from_f32 (core.h): round
+ * to nearest even, a NaN stays a quiet NaN. (Vectors go by pointer: the
+ * baseline copy may not pass a 64-byte vector by value.) */
+static inline void BN_FN(bf16_bits)(const v16 *f, vu16 *bits) {
+    vu16 u = (vu16)*f, nan = (vu16)((u & 0x7fffffffu) > 0x7f800000u);
+    *bits = (((u >> 16) | 0x40u) & nan) | (((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) & ~nan);
 }
 
-/* y = x sc + sh; act: y = relu(y + r) (rp may be NULL), relu keeping NaN
- * as the tile interpreter's RELU does, so the result is bit for bit that
- * of the unfused kernels. */
-static void BN_FN(run_apply)(const float *xp, float *yp, const float *sc, const float *sh, const float *rp, int act,
-                             int64_t inner) {
-    v16 scv = V16(sc), shv = V16(sh);
-    if (!act) {
-        for (int64_t k = 0; k < inner; k++) V16(yp + k * 16) = V16(xp + k * 16) * scv + shv;
-        return;
-    }
-    for (int64_t k = 0; k < inner; k++) {
-        v16 t = V16(xp + k * 16) * scv + shv;
-        if (rp) t += V16(rp + k * 16);
-        V16(yp + k * 16) = VSEL((t > 0) | (t != t), t, (v16){0});
-    }
-}
+#define A float
+#define LDV(p) V16(p)
+#define STV(p, v) (V16(p) = (v))
+#define RNDV(t) (void)0
+#define BT(x) CAT3(x, ISA_SUF, _f32)
+#include "bn_blocked_rows.h"
+#undef A
+#undef LDV
+#undef STV
+#undef RNDV
+#undef BT
 
-/* dx = k (g - mg - (x - mc) cx) with batch statistics, else k g. */
-static void BN_FN(run_dx)(const float *gp, const float *xp, float *dp, const float *k, const float *mg, const float *cx,
-                          const float *mc, int64_t inner, int batch) {
-    v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc);
-    for (int64_t j = 0; j < inner; j++) {
-        v16 gv = V16(gp + j * 16);
-        V16(dp + j * 16) = batch ? kv * (gv - mgv - (V16(xp + j * 16) - mcv) * cxv) : kv * gv;
-    }
-}
+/* Widening is exact: a bfloat16 is a float's top half. */
+#define A uint16_t
+#define LDV(p) ((v16)(__builtin_convertvector(*(const vh16 *)(p), vu16) << 16))
+#define STV(p, v)                                                                                                      \
+    do {                                                                                                               \
+        v16 v_ = (v);                                                                                                  \
+        vu16 b_;                                                                                                       \
+        BN_FN(bf16_bits)(&v_, &b_);                                                                                    \
+        *(vh16 *)(p) = __builtin_convertvector(b_, vh16);                                                              \
+    } while (0)
+#define RNDV(t)                                                                                                        \
+    do {                                                                                                               \
+        vu16 b_;                                                                                                       \
+        BN_FN(bf16_bits)(&(t), &b_);                                                                                   \
+        (t) = (v16)(b_ << 16);                                                                                         \
+    } while (0)
+#define BT(x) CAT3(x, ISA_SUF, _bf16)
+#include "bn_blocked_rows.h"
+#undef A
+#undef LDV
+#undef STV
+#undef RNDV
+#undef BT
 
-static const bn_rows BN_FN(bn_rows) = {BN_FN(run_sums), BN_FN(run_apply), BN_FN(run_dx)};
+/* [0] float32 activations, [1] bfloat16. */
+static const bn_rows BN_FN(bn_rows)[2] = {
+    {CAT3(run_sums, ISA_SUF, _f32), CAT3(run_apply, ISA_SUF, _f32), CAT3(run_dx, ISA_SUF, _f32)},
+    {CAT3(run_sums, ISA_SUF, _bf16), CAT3(run_apply, ISA_SUF, _bf16), CAT3(run_dx, ISA_SUF, _bf16)},
+};
 
 #undef BN_FN

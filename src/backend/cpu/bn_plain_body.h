@@ -45,8 +45,9 @@ static void FN(bn_stats)(bn_geom b, const A *xs, float *out) {
     }
 }
 
-/* act (K_BN_ACT, float32 only): out = relu(bn + res), res NULL or of x's
- * shape; relu keeps NaN, as the tile interpreter's RELU. */
+/* act (K_BN_ACT): out = relu(bn + res), res NULL or of x's shape; relu
+ * keeps NaN, as the tile interpreter's RELU. bn is rounded to A before the
+ * add, as the unfused BN_APPLY stores it: the same bits either way. */
 static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, const float *bias, double eps,
                          const A *res, int act, A *out) {
 #pragma omp parallel for schedule(static)
@@ -64,7 +65,7 @@ static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, co
         }
         for (int64_t k = 0; k < b.inner; k++) {
             float t = (LD(xp[k]) - m) * sc + sh;
-            if (rp) t += LD(rp[k]);
+            if (rp) t = LD(ST(t)) + LD(rp[k]);
             yp[k] = ST(t > 0 || t != t ? t : 0.0f);
         }
     }

@@ -75,7 +75,7 @@ int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
  * per-channel sums, read off g and x once (write[0] dx, write[1] sums). */
 /* K_COLL: a collective, or a bucket of them (nmembers > 1: read[i] ->
  * write[i] for each member), run in two halves (coll.c).
- * K_BN_ACT: a float32 BN_APPLY (node) with its consumer relu(bn) or
+ * K_BN_ACT: a BN_APPLY (node) with its consumer relu(bn) or
  * relu(bn + r) in one pass (reads: the BN_APPLY's operands, then r if
  * any; write[0] the ReLU's output). */
 enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL, K_BN_ACT };
@@ -149,7 +149,7 @@ void cpu_plan_free(plan *p);
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
 int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
 /* A library op (conv2d and its backward ops, avg pooling and its
- * backward, linear) prepared at compile time: its oneDNN primitive and the
+ * backward, linear; bfloat16 matmul) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
  * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
  * and uses cpu_dnnl_scratch(d) bytes of scratch for blocked copies. */
@@ -170,25 +170,34 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
-/* K_BN_ACT: y the BN_APPLY node, res the residual or NULL; out = relu(bn + res). */
-void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const float *res, void *out,
+/* Does batch-norm node y run on the kernels here (plain or blocked, alone
+ * or fused)? Its activations (the first one or two operands and an output
+ * of their shape) all float32 or all bfloat16 (autocast's mixed batch
+ * norm), everything else float32. */
+int cpu_bn_ok(const exec_graph *g, const gnode *y);
+/* The two fused batch-norm kernels, on float32 or bfloat16 activations.
+ * K_BN_ACT: y the BN_APPLY node, res the residual (of x's dtype) or NULL;
+ * out = relu(bn + res). */
+void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const void *res, void *out,
                 int blocked);
-/* K_BN_BWD (float32 only): y the BN_BWD_INPUT node; dx and the (2, C) sums. */
+/* K_BN_BWD: y the BN_BWD_INPUT node; dx and the (2, C) sums. */
 void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
                      int blocked);
 
 /* Batch norm on channel-blocked x (bn_blocked.c): x is (N, C, inner), C a
- * multiple of 16. m, v: the statistics (mean, variance); w, bias may be
+ * multiple of 16, its activations (x, g, res, out, dx) float32 or, if
+ * bf16, bfloat16. m, v: the statistics (mean, variance); w, bias may be
  * NULL; dx or sums may be NULL (not wanted). */
 typedef struct bn_geom {
     int64_t N, C, inner;
+    int bf16;
 } bn_geom;
-void bn_blk_stats(bn_geom b, const float *x, float *out);
+void bn_blk_stats(bn_geom b, const void *x, float *out);
 /* act: out = relu(x normalized + res) (res may be NULL); else the normalized x. */
-void bn_blk_apply(bn_geom b, const float *x, const float *m, const float *v, const float *w, const float *bias,
-                  double eps, const float *res, int act, float *out);
-void bn_blk_bwd(bn_geom b, const float *g, const float *x, const float *m, const float *v, const float *w, int batch,
-                double eps, float *dx, float *sums);
+void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, const float *w, const float *bias,
+                  double eps, const void *res, int act, void *out);
+void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const float *v, const float *w, int batch,
+                double eps, void *dx, float *sums);
 
 /* Max pooling on channel-blocked (N, C, H, W) values, C a multiple of 16
  * (pool_blocked.c): y (N, C, oH, oW) from x, or dx from g (the shape of y)

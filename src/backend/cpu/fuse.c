@@ -285,15 +285,13 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
 }
 
 /* Do BN_BWD_INPUT a (batch statistics) and BN_BWD_PARAMS p sum the same
- * g, x and statistics, in float32? (Their eps, a runtime scalar, is
- * compared when they run.) */
+ * g, x and statistics? (Their eps, a runtime scalar, is compared when they
+ * run.) */
 static int bn_sums_alike(const exec_graph *g, const gnode *a, const gnode *p) {
     if (a->op != LT_OP_BN_BWD_INPUT || p->op != LT_OP_BN_BWD_PARAMS || !a->ia[0] || !p->ia[0]) return 0;
     for (int i = 0; i < 3; i++)
         if (a->in[i] != p->in[i]) return 0;
-    for (int i = 0; i < a->nin; i++)
-        if (g->nodes[a->in[i]].dtype != LT_F32) return 0;
-    return a->dtype == LT_F32;
+    return cpu_bn_ok(g, a) && cpu_bn_ok(g, p);
 }
 
 static void kernel_clear(kernel *k) {
@@ -356,23 +354,22 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
 }
 
 /* The BN_APPLY that load register `reg` of group kn reads, if it is a
- * float32 batch norm made by an earlier K_REF kernel and read by nothing
- * else (so it need not be stored); else -1. */
-static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel *kn, int reg, const int32_t *made_by,
-                            const int32_t *readers, const uint8_t *is_root) {
+ * batch norm of activations of type dt made by an earlier K_REF kernel and
+ * read by nothing else (so it need not be stored); else -1. */
+static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel *kn, int reg, int dt,
+                            const int32_t *made_by, const int32_t *readers, const uint8_t *is_root) {
     if (reg < 0 || reg >= kn->prog->nload || kn->prog->loads[reg].mode != LOAD_SAME) return -1;
     int32_t v = kn->read[reg];
     const gnode *y = &g->nodes[v];
-    if (y->op != LT_OP_BN_APPLY || y->dtype != LT_F32 || readers[v] != 1 || is_root[v] || made_by[v] < 0 ||
-        ks[made_by[v]].kind != K_REF || made_by[v] >= kn - ks)
+    if (y->op != LT_OP_BN_APPLY || y->dtype != dt || readers[v] != 1 || is_root[v] || made_by[v] < 0 ||
+        ks[made_by[v]].kind != K_REF || made_by[v] >= kn - ks || !cpu_bn_ok(g, y))
         return -1;
-    for (int i = 0; i < y->nin; i++)
-        if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
     return v;
 }
 
 /* Batch norm's forward epilogue: a group that is exactly relu(bn) or
- * relu(bn + r) (r float32 of the same shape), where bn is a BN_APPLY read
+ * relu(bn + r) (r of bn's shape and dtype, float32 or bfloat16, as the
+ * add and the relu), where bn is a BN_APPLY read
  * by that group only, becomes one K_BN_ACT kernel at the group's place:
  * the normalized values go from registers into the add and the ReLU, and
  * bn is never written out and read back (two passes over the activation
@@ -393,19 +390,20 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
         const tprog *p = kn->prog;
         if (kn->kind != K_FUSED || !p || p->rtype != LT_F32 || p->nstore != 1 || p->nins > 2) continue;
         const tins *last = &p->ins[p->nins - 1];
-        if (last->op != LT_OP_RELU || last->dtype != LT_F32 || p->stores[0].value != last->node) continue;
+        int dt = last->dtype;
+        if (last->op != LT_OP_RELU || (dt != LT_F32 && dt != LT_BF16) || p->stores[0].value != last->node) continue;
         int32_t bn = -1, res = -1;
         if (p->nins == 1) {
-            bn = lone_bn_load(g, ks, kn, last->src[0], made_by, readers, is_root);
+            bn = lone_bn_load(g, ks, kn, last->src[0], dt, made_by, readers, is_root);
         } else {
             const tins *add = &p->ins[0];
-            if (add->op != LT_OP_ADD || add->dtype != LT_F32 || last->src[0] != add->dst) continue;
+            if (add->op != LT_OP_ADD || add->dtype != dt || last->src[0] != add->dst) continue;
             for (int side = 0; side < 2 && bn < 0; side++) {
                 int other = add->src[1 - side];
                 if (other < 0 || other >= p->nload || other == add->src[side]) continue;
                 const tload *l = &p->loads[other];
-                if (l->mode != LOAD_SAME || l->dtype != LT_F32) continue;
-                bn = lone_bn_load(g, ks, kn, add->src[side], made_by, readers, is_root);
+                if (l->mode != LOAD_SAME || l->dtype != dt) continue;
+                bn = lone_bn_load(g, ks, kn, add->src[side], dt, made_by, readers, is_root);
                 res = l->value;
             }
         }

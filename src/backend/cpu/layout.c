@@ -8,8 +8,9 @@
  * group's shape (index i is the same element in every operand, whatever
  * the layout). Values that must agree (the operands and outputs of one
  * batch-norm, max-pooling or fused kernel) form a class; a class is blocked only if all
- * its values are 4-D float32 with a multiple of 16 channels, none is a
- * root, a parameter or read by any other kernel, and a conv touches it. */
+ * its values are 4-D float32 or bfloat16 (autocast's activations) with a
+ * multiple of 16 channels, none is a root, a parameter or read by any
+ * other kernel, and a conv touches it. */
 #include "cpu.h"
 
 static int32_t find(int32_t *p, int32_t x) {
@@ -23,7 +24,8 @@ static void join(int32_t *p, int32_t a, int32_t b) {
 }
 
 static int eligible(const gnode *v) {
-    return v->op != LT_OP_DATA && v->dtype == LT_F32 && v->ndim == 4 && v->shape[1] % 16 == 0 && v->numel > 0;
+    return v->op != LT_OP_DATA && (v->dtype == LT_F32 || v->dtype == LT_BF16) && v->ndim == 4 &&
+           v->shape[1] % 16 == 0 && v->numel > 0;
 }
 
 /* The activation operands of a conv kernel: the node's input i (or -1: its
@@ -38,15 +40,10 @@ static int conv_acts(const exec_graph *g, const gnode *y, int acts[2]) {
     }
 }
 
-/* Batch-norm kernels: reads 0 and 1 (x, or g and x) and every output of the
- * node's shape share one layout; the statistics and parameters are 1-D/2-D. */
-static int is_bn(const gnode *y) {
-    return y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT ||
-           y->op == LT_OP_BN_BWD_PARAMS;
+/* Max pooling (pool_blocked.c, float32): x and y, or g, x and dx, share one layout. */
+static int is_maxpool(const gnode *y) {
+    return (y->op == LT_OP_MAX_POOL2D || y->op == LT_OP_MAX_POOL2D_BWD) && y->dtype == LT_F32;
 }
-
-/* Max pooling (pool_blocked.c): x and y, or g, x and dx, share one layout. */
-static int is_maxpool(const gnode *y) { return y->op == LT_OP_MAX_POOL2D || y->op == LT_OP_MAX_POOL2D_BWD; }
 
 /* A fused group on which the layout does not matter: every load and store
  * has the group's shape (or is one scalar). */
@@ -84,7 +81,11 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
             for (int a = 0; a < na; a++) conv[acts[a] < 0 ? kn->node : y->in[acts[a]]] = 1;
             continue;
         }
-        int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD || kn->kind == K_BN_ACT) && is_bn(y);
+        /* Batch norm (nn_fast.c, bn_blocked.c): reads 0 and 1 (x, or g and
+         * x) and every output of the node's shape share one layout; the
+         * statistics and parameters are 1-D/2-D. Other dtype mixes run the
+         * reference kernel: plain. */
+        int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD || kn->kind == K_BN_ACT) && cpu_bn_ok(g, y);
         int pool = kn->kind == K_REF && is_maxpool(y);
         if (bn || pool || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
             int32_t first = -1;
@@ -128,7 +129,7 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
         }
         for (int j = 0; j < nk; j++) { /* batch norm's and max pooling's loops follow the layout of their class */
             const gnode *y = &g->nodes[k[j].node];
-            if ((is_bn(y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD || k[j].kind == K_BN_ACT)) ||
+            if ((cpu_bn_ok(g, y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD || k[j].kind == K_BN_ACT)) ||
                 (is_maxpool(y) && k[j].kind == K_REF))
                 k[j].blocked = blk[k[j].read[0]];
         }

@@ -96,7 +96,7 @@ static void adaptive_avg(const gnode *y, const int64_t *xs, const int64_t *os, c
  * floats at (n * C + c) * inner ---- */
 
 static bn_geom bn_geom_of(const gnode *x) {
-    bn_geom b = {x->shape[0], x->shape[1], 1};
+    bn_geom b = {x->shape[0], x->shape[1], 1, x->dtype == LT_BF16};
     for (int d = 2; d < x->ndim; d++) b.inner *= x->shape[d];
     return b;
 }
@@ -168,24 +168,23 @@ static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double e
     else bn_bwd_f32(b, st, batch, in[0], in[1], w, eps, dx, sums);
 }
 
-/* Batch norm with bfloat16 activations (x, g and the node's output if it
- * has x's shape) and float32 statistics and parameters: autocast's mixed
- * batch norm. */
-static int bn_mixed(const exec_graph *g, const gnode *y) {
+int cpu_bn_ok(const exec_graph *g, const gnode *y) {
+    if (y->op != LT_OP_BN_STATS && y->op != LT_OP_BN_APPLY && y->op != LT_OP_BN_BWD_INPUT &&
+        y->op != LT_OP_BN_BWD_PARAMS)
+        return 0;
     int nact = y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2;
     int out_act = y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT;
-    if (y->dtype != (out_act ? LT_BF16 : LT_F32)) return 0;
+    int act = g->nodes[y->in[0]].dtype;
+    if (act != LT_F32 && act != LT_BF16) return 0;
     for (int i = 0; i < y->nin; i++)
-        if (g->nodes[y->in[i]].dtype != (i < nact ? LT_BF16 : LT_F32)) return 0;
-    return 1;
+        if (g->nodes[y->in[i]].dtype != (i < nact ? act : LT_F32)) return 0;
+    return y->dtype == (out_act ? act : LT_F32);
 }
 
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
     if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
-    int bn = y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY || y->op == LT_OP_BN_BWD_INPUT ||
-             y->op == LT_OP_BN_BWD_PARAMS;
-    if (!(bn && !blocked && bn_mixed(g, y))) { /* else every operand float32 */
+    if (!cpu_bn_ok(g, y)) { /* else batch norm of float32 or bfloat16 activations */
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
             if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
@@ -212,7 +211,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     }
 }
 
-void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const float *res, void *out,
+void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const void *res, void *out,
                 int blocked) {
     bn_apply_run(y, &g->nodes[y->in[0]], in, eps, res, 1, out, blocked);
 }

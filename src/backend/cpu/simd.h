@@ -54,6 +54,10 @@ float tanhf(float) SIMD_DECL;
  * comparisons (-1 / 0) and lane indices. */
 typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
 typedef int32_t vi16 __attribute__((vector_size(64), aligned(4), may_alias));
+/* The same 16 lanes as bits (vu16), and 16 bfloat16 values (vh16): the
+ * blocked loops on bfloat16 activations widen and round through them. */
+typedef uint32_t vu16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2), may_alias));
 #define V16(p) (*(v16 *)(p)) /* 16 floats at p, any alignment */
 /* m ? a : b per lane, m a comparison's mask (GCC's C has no vector ?:). */
 #define VSEL(m, a, b) ((v16)(((vi16)(a) & (m)) | ((vi16)(b) & ~(m))))

@@ -1,0 +1,59 @@
+/* The per-run loops of bn_blocked.c for one activation type A (float, or
+ * uint16_t holding bfloat16), included twice per instruction set by
+ * bn_blocked_body.h with LDV(p) (16 activations at p as a v16), STV(p, v)
+ * (stores v, rounded to A), RNDV(t) (rounds the v16 t to A in place) and
+ * BT(name) naming the copy. The math is float32 either way. Not a normal
+ * header (no include guard, on purpose). */
+
+/* One run of 16 channels: acc[i] += sum(a - m), acc[16 + i] += sum((a - m) * (b - m2)). */
+static void BT(run_sums)(const void *a, const void *b, const float *m, const float *m2, int64_t inner, double *acc) {
+    const A *ap = a, *bp = b;
+    v16 r0 = {0}, r1 = {0}, mv = V16(m), m2v = V16(m2);
+    for (int64_t k = 0; k < inner; k++) {
+        v16 d = LDV(ap + k * 16) - mv;
+        r0 += d;
+        r1 += d * (LDV(bp + k * 16) - m2v);
+    }
+    float s0[16], s1[16];
+    memcpy(s0, &r0, sizeof s0);
+    memcpy(s1, &r1, sizeof s1);
+    for (int i = 0; i < 16; i++) {
+        acc[i] += s0[i];
+        acc[16 + i] += s1[i];
+    }
+}
+
+/* y = x sc + sh; act: y = relu(y + r) (r may be NULL), relu keeping NaN
+ * as the tile interpreter's RELU does, and the normalized value rounded to
+ * A before the add as the unfused BN_APPLY stores it, so the result is bit
+ * for bit that of the unfused kernels. */
+static void BT(run_apply)(const void *x, void *y, const float *sc, const float *sh, const void *r, int act,
+                          int64_t inner) {
+    const A *xp = x, *rp = r;
+    A *yp = y;
+    v16 scv = V16(sc), shv = V16(sh);
+    if (!act) {
+        for (int64_t k = 0; k < inner; k++) STV(yp + k * 16, LDV(xp + k * 16) * scv + shv);
+        return;
+    }
+    for (int64_t k = 0; k < inner; k++) {
+        v16 t = LDV(xp + k * 16) * scv + shv;
+        if (rp) {
+            RNDV(t);
+            t += LDV(rp + k * 16);
+        }
+        STV(yp + k * 16, VSEL((t > 0) | (t != t), t, (v16){0}));
+    }
+}
+
+/* dx = k (g - mg - (x - mc) cx) with batch statistics, else k g. */
+static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, const float *mg, const float *cx,
+                       const float *mc, int64_t inner, int batch) {
+    const A *gp = g, *xp = x;
+    A *dp = d;
+    v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc);
+    for (int64_t j = 0; j < inner; j++) {
+        v16 gv = LDV(gp + j * 16);
+        STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
+    }
+}
