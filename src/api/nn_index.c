@@ -7,15 +7,19 @@
  * the input size their backward must produce. */
 #include "nn_util.h"
 
-/* index.size(d) <= t.size(d) for every d (except `skip`, -1 for none). */
-static int index_fits(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t, int skip) {
+/* The first dim d (except `skip`, -1 for none) where index.size(d) > t.size(d), or -1. */
+static int index_exceeds(const lt_tensor *index, const lt_tensor *t, int skip) {
     for (int d = 0; d < index->ndim; d++)
-        if (d != skip && index->shape[d] > t->shape[d]) {
-            err_set(LT_ERR_SHAPE, "%s: argument 'index' %s is larger than '%s' %s in dim %d", fn,
-                    SHAPE_STR(index->ndim, index->shape), arg, SHAPE_STR(t->ndim, t->shape), d);
-            return -1;
-        }
-    return 0;
+        if (d != skip && index->shape[d] > t->shape[d]) return d;
+    return -1;
+}
+
+static int index_fits(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t, int skip) {
+    int d = index_exceeds(index, t, skip);
+    if (d < 0) return 0;
+    err_set(LT_ERR_SHAPE, "%s: argument 'index' %s is larger than '%s' %s in dim %d", fn,
+            SHAPE_STR(index->ndim, index->shape), arg, SHAPE_STR(t->ndim, t->shape), d);
+    return -1;
 }
 
 static int wrap(const char *fn, int dim, const lt_tensor *a) {
@@ -31,12 +35,30 @@ static int same_ndim(const char *fn, const lt_tensor *index, const char *arg, co
     return -1;
 }
 
+/* An empty index: PyTorch checks only dim (not the index's dtype or dims)
+ * and returns an empty tensor of the index's shape, whose gradient to a is
+ * zero. One the GATHER node cannot take (another dtype or ndim, a size
+ * beyond a's) becomes views of a (flattened, narrowed to nothing,
+ * reshaped) and a clone. */
+static lt_tensor *gather_empty(lt_tensor *a, const lt_tensor *index) {
+    lt_tensor *f = lt_flatten(a, 0, -1), *e = f ? lt_narrow(f, 0, 0, 0) : NULL;
+    lt_tensor *r = e ? lt_reshape(e, index->ndim, index->shape) : NULL, *t = r ? lt_clone(r) : NULL;
+    lt_free(r);
+    lt_free(e);
+    lt_free(f);
+    return t;
+}
+
 lt_tensor *lt_gather(lt_tensor *a, int dim, lt_tensor *index) {
     static const char fn[] = "lt_gather";
     API_ENTER();
-    if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_int64(fn, "index", index)) return NULL;
+    if (api_check(fn, "a", a) || api_check(fn, "index", index)) return NULL;
     int d = wrap(fn, dim, a);
-    if (d < 0 || same_ndim(fn, index, "a", a) || index_fits(fn, index, "a", a, d)) return NULL;
+    if (d >= 0 && index->numel == 0 &&
+        (index->dtype != LT_I64 || index->ndim != a->ndim || index_exceeds(index, a, d) >= 0))
+        return gather_empty(a, index);
+    if (d < 0 || nn_int64(fn, "index", index) || same_ndim(fn, index, "a", a) || index_fits(fn, index, "a", a, d))
+        return NULL;
     int64_t ia[1 + LT_MAX_DIMS] = {d};
     memcpy(ia + 1, a->shape, (size_t)a->ndim * 8);
     lt_tensor *in[2] = {a, index};

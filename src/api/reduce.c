@@ -104,9 +104,9 @@ static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
     if (api_check(fn, "a", a)) return NULL;
     int d = dim_wrap(dim, a->ndim);
     if (d < 0) return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, a->ndim);
-    /* PyTorch has no bool kernel; it answers without one only when nothing is compared */
-    if (a->dtype == LT_BOOL && a->numel > 0 && a->ndim && a->shape[d] != 1)
-        return err_set(LT_ERR_DTYPE, "%s: argument 'a' must not be bool", fn);
+    /* PyTorch has no integer or bool kernel; it answers without one only
+     * when there is nothing to compute: an empty tensor of the input's dtype */
+    if (!dtype_is_float((lt_dtype)a->dtype) && a->numel == 0) return lt_zeros((lt_dtype)a->dtype, a->ndim, a->shape);
     if (!dtype_is_float((lt_dtype)a->dtype))
         return err_set(LT_ERR_DTYPE, "%s: argument 'a' must be a floating dtype, got %s", fn,
                        dtype_name((lt_dtype)a->dtype));

@@ -1,13 +1,30 @@
 /* matmul, cat, clone/contiguous. */
 #include "api.h"
 
+/* PyTorch checks matmul's dtypes only where it multiplies: with an empty
+ * operand (nothing to multiply: the result is empty or zeros) a bool or
+ * mixed-dtype pair is accepted, and the result takes the dtype of the
+ * operand that PyTorch's kernel chooses (mm and bmm: 'a', the matrix-vector
+ * forms: 'b'). A floating result goes through a cast of the other operand,
+ * so that gradients flow; bool and integer results need none. */
+static lt_tensor *matmul(lt_tensor *a, lt_tensor *b);
+static lt_tensor *matmul_empty(lt_tensor *a, lt_tensor *b, int nd, const int64_t *shape) {
+    bool take_a = b->ndim == 2 || (b->ndim > 2 && a->ndim == 1);
+    lt_dtype dt = (lt_dtype)(take_a ? a->dtype : b->dtype);
+    if (!dtype_is_float(dt)) return lt_zeros(dt, nd, shape);
+    lt_tensor *c = lt_to_dtype(take_a ? b : a, dt);
+    lt_tensor *t = c ? (take_a ? matmul(a, c) : matmul(c, b)) : NULL;
+    lt_free(c);
+    return t;
+}
+
 static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
     API_ENTER();
     if (api_check("lt_matmul", "a", a) || api_check("lt_matmul", "b", b)) return NULL;
     if (a->ndim == 0 || b->ndim == 0)
         return err_set(LT_ERR_SHAPE, "lt_matmul: both arguments need at least 1 dim, got 'a' %s and 'b' %s",
                        SHAPE_STR(a->ndim, a->shape), SHAPE_STR(b->ndim, b->shape));
-    if (a->dtype != b->dtype || a->dtype == LT_BOOL)
+    if ((a->dtype != b->dtype || a->dtype == LT_BOOL) && ((a->ndim == 1 && b->ndim == 1) || (a->numel && b->numel)))
         return err_set(LT_ERR_DTYPE, "lt_matmul: arguments 'a' (%s) and 'b' (%s) must share one non-bool dtype",
                        dtype_name((lt_dtype)a->dtype), dtype_name((lt_dtype)b->dtype));
     int64_t k = a->shape[a->ndim - 1], kb = b->shape[b->ndim >= 2 ? b->ndim - 2 : 0];
@@ -23,6 +40,7 @@ static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
     if (a->ndim >= 2) shape[nd++] = a->shape[a->ndim - 2];
     if (b->ndim >= 2) shape[nd++] = b->shape[b->ndim - 1];
     if (nd > LT_MAX_DIMS) return err_set(LT_ERR_SHAPE, "lt_matmul: result has more than %d dims", LT_MAX_DIMS);
+    if (a->dtype != b->dtype || a->dtype == LT_BOOL) return matmul_empty(a, b, nd, shape);
     ir_node *v[2] = {func_value(a), func_value(b)};
     if (!v[0] || !v[1]) return NULL;
     ir_node *n = ir_new(LT_OP_MATMUL, (lt_dtype)a->dtype, nd, shape, 2, v, 0, NULL, 0, NULL);

@@ -63,19 +63,28 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(1)) gi[1] = lt_where(mx ? a_gt_b : a_lt_b, z, h);
         break;
     }
-    case LT_OP_POW:
-        if (NEED(0)) /* b * a^(b-1) */
-            gi[0] = lt_mul(g, K(lt_mul(SAVED(1), K(lt_pow(SAVED(0), K(lt_add_scalar(SAVED(1), -1.0)))))));
-        if (NEED(1)) gi[1] = lt_mul(K(lt_mul(g, OUT)), K(lt_log(SAVED(0))));
+    case LT_OP_POW: { /* PyTorch's pow_backward_self / _exponent, in their order */
+        lt_tensor *z = ag_zero0(dt);
+        if (NEED(0)) { /* g (b a^(b-1)), exactly 0 where b == 0 (selected: an inf g stays out) */
+            lt_tensor *d = K(lt_mul(SAVED(1), K(lt_pow(SAVED(0), K(lt_add_scalar(SAVED(1), -1.0))))));
+            gi[0] = lt_where(K(lt_eq(SAVED(1), z)), z, K(lt_mul(g, d)));
+        }
+        if (NEED(1)) { /* g (out log a), with out log a := 0 where a == 0 and b >= 0 (0 * -inf otherwise) */
+            lt_tensor *at0 = K(lt_mul(K(lt_eq(SAVED(0), z)), K(lt_ge(SAVED(1), z))));
+            gi[1] = lt_mul(g, K(lt_where(at0, z, K(lt_mul(OUT, K(lt_log(SAVED(0))))))));
+        }
         break;
+    }
     case LT_OP_MUL_SCALAR: gi[0] = lt_mul_scalar(g, s); break;
-    case LT_OP_POW_SCALAR:
+    case LT_OP_POW_SCALAR: /* g (s a^(s-1)), in PyTorch's order */
         if (s == 0) gi[0] = lt_zeros(dt, g->ndim, g->shape);
-        else gi[0] = lt_mul_scalar(K(lt_mul(g, K(lt_pow_scalar(SAVED(0), s - 1.0)))), s);
+        else gi[0] = lt_mul(g, K(lt_mul_scalar(K(lt_pow_scalar(SAVED(0), s - 1.0)), s)));
         break;
-    case LT_OP_CLAMP: /* inside [lo, hi] (out == a: NaN a or bound gives 0); selected, not masked */
-        gi[0] = lt_where(K(lt_eq(OUT, SAVED(0))), g, ag_zero0(dt));
+    case LT_OP_CLAMP: { /* PyTorch's clamp_backward: g where lo <= a <= hi (a NaN a or bound fails), selected */
+        lt_tensor *lo = K(lt_full(s, LT_F64, 0, NULL)), *hi = K(lt_full(f->sc[1], LT_F64, 0, NULL));
+        gi[0] = lt_where(K(lt_mul(K(lt_ge(SAVED(0), lo)), K(lt_le(SAVED(0), hi)))), g, ag_zero0(dt));
         break;
+    }
     case LT_OP_NEG: gi[0] = lt_neg(g); break;
     case LT_OP_EXP: gi[0] = lt_mul(g, OUT); break;
     case LT_OP_LOG: gi[0] = lt_div(g, SAVED(0)); break;
@@ -112,15 +121,16 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(1)) gi[1] = lt_mul(g, K(lt_mul_scalar(SAVED(2), s)));
         if (NEED(2)) gi[2] = lt_mul(g, K(lt_mul_scalar(SAVED(1), s)));
         break;
-    case LT_OP_ADDCDIV: { /* a + v t1 / t2 */
+    case LT_OP_ADDCDIV: /* a + v t1 / t2; PyTorch's order: g (v / t2) and -g ((v t1) / (t2 t2)), where v t1
+                         * of an integer t1 rounds to float32 first, and v / t2 is v in t2's float dtype over t2 */
         if (NEED(0)) gi[0] = ag_same(g);
-        if (!NEED(1) && !NEED(2)) break;
-        lt_tensor *q = lt_mul_scalar(K(lt_div(g, SAVED(2))), s);
-        if (NEED(2)) gi[2] = lt_neg(K(lt_div(K(lt_mul(q, SAVED(1))), SAVED(2))));
-        if (NEED(1)) gi[1] = q;
-        else K(q);
+        if (NEED(1)) {
+            lt_dtype vd = dtype_is_float((lt_dtype)SAVED(2)->dtype) ? (lt_dtype)SAVED(2)->dtype : LT_F32;
+            gi[1] = lt_mul(g, K(lt_div(K(lt_full(s, vd, 0, NULL)), SAVED(2))));
+        }
+        if (NEED(2))
+            gi[2] = lt_mul(K(lt_neg(g)), K(lt_div(K(lt_mul_scalar(SAVED(1), s)), K(lt_mul(SAVED(2), SAVED(2))))));
         break;
-    }
     default: LT_ASSERT(0 && "not an elementwise GRAD op");
     }
     return 0;

@@ -38,9 +38,10 @@ static inline float gf_gelu_tanh(float x) { return 0.5f * x * (1.0f + gf_tanh_in
 static inline float gf_gelu_grad_erf(float x) {
     return 0.5f * (1.0f + gf_erf(x * 0.7071067811865476f)) + x * expf(-0.5f * x * x) * 0.3989422804014327f;
 }
+/* x * x first, as PyTorch: past |x| = 1.8e19 it overflows and the result is NaN (0 * inf). */
 static inline float gf_gelu_grad_tanh(float x) {
     float t = gf_tanh_inner(x);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 0.134145f * x * x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 0.134145f * (x * x));
 }
 
 #endif

@@ -186,7 +186,7 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             else LOOP(gf_gelu_erf((float)X));
             break;
         case LT_OP_GELU_BWD: /* (g, x) */
-            if (sizeof(T) != 4) LOOP(DX * ref_gelu_grad(DY, ds0 != 0));
+            if (sizeof(T) != 4) LOOP(DX * ref_gelu_grad(DY, ds0 != 0, 0));
             else if (ds0 != 0) LOOP(X * gf_gelu_grad_tanh((float)Y));
             else LOOP(X * gf_gelu_grad_erf((float)Y));
             break;

@@ -16,8 +16,9 @@ typedef struct ref_arg {
     int64_t numel;
 } ref_arg;
 
-/* Element access with conversion; integer stores of out-of-range floats
- * saturate (NaN gives 0) instead of being undefined behaviour. */
+/* Element access with conversion, never undefined behaviour: integer loads
+ * of out-of-range floats saturate (NaN gives 0); integer stores follow x86
+ * (st_f). */
 static inline double ld_f(const void *p, lt_dtype d, int64_t i) {
     switch (d) {
     case LT_F32: return ((const float *)p)[i];
@@ -61,11 +62,11 @@ static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
     /* through float, as PyTorch converts a double to bfloat16 */
     case LT_BF16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case LT_I32: case LT_I64: {
-        int64_t x = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
-        st_i(p, d, i, x);
-        break;
-    }
+    /* A NaN or out-of-range value gives the type's minimum, what x86's
+     * conversion instructions (cvttss2si and kin) return and so what
+     * PyTorch gives on this CPU; C leaves the cast undefined. */
+    case LT_I32: ((int32_t *)p)[i] = v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; break;
+    case LT_I64: ((int64_t *)p)[i] = v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN; break;
     }
 }
 /* Copies element i of (src, sd) to element j of (dst, dd), converting. */
@@ -81,8 +82,12 @@ static inline double ref_gelu(double x, int tanh_form) {
     if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
 }
-static inline double ref_gelu_grad(double x, int tanh_form) {
+static inline double ref_gelu_grad(double x, int tanh_form, int single) {
     if (tanh_form) {
+        /* single: computed in float (f32, bf16), x * x overflows past
+         * sqrt(FLT_MAX), (1 - t^2) is exactly 0 and 0 * inf is NaN, as in
+         * PyTorch's float kernel and the cpu tile's */
+        if (single && x * x >= 0x1.ffffffp127) return NAN;
         double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
         return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3 * 0.044715 * x * x);
     }

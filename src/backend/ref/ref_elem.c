@@ -2,7 +2,9 @@
  * math in double (float dtypes) or int64 (integer and bool dtypes). */
 #include "ref.h"
 
-static double f_apply(int op, const double *x, const double *s) {
+/* single: the compute dtype is float32 or bfloat16 (where the double
+ * result would not overflow as float math does). */
+static double f_apply(int op, const double *x, const double *s, int single) {
     double a = x[0], b = x[1];
     switch (op) { /* elementwise ops only, hence the default */
     case LT_OP_ADD: return a + b;
@@ -38,7 +40,7 @@ static double f_apply(int op, const double *x, const double *s) {
     case LT_OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
     case LT_OP_ERF: return erf(a);
     case LT_OP_GELU: return ref_gelu(a, s[0] != 0);
-    case LT_OP_GELU_BWD: return a * ref_gelu_grad(b, s[0] != 0); /* (g, x) */
+    case LT_OP_GELU_BWD: return a * ref_gelu_grad(b, s[0] != 0, single); /* (g, x) */
     case LT_OP_CAST: return a;
     case LT_OP_LERP: /* PyTorch's two-sided formula */
         return s[0] < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
@@ -120,7 +122,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
         if (fl) {
             double x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = ld_f(in[j].data, in[j].dtype, off[j]);
-            st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc));
+            st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc, cd == LT_F32 || cd == LT_BF16));
         } else {
             int64_t x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = ld_i(in[j].data, in[j].dtype, off[j]);

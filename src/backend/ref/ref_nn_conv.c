@@ -18,9 +18,10 @@ static conv_geom geom(const int64_t *ia, const int64_t *x, const int64_t *w, con
     return c;
 }
 
-/* Visits every (output position, weight tap) pair whose input position is
- * inside the image: the one loop nest all three ops share. */
-#define CONV_FOR(c, BODY)                                                                     \
+/* Visits every (output position, weight tap) pair: BODY where the input
+ * position is inside the image, PAD where it falls in the zero padding.
+ * The one loop nest all three ops share. */
+#define CONV_FOR(c, BODY, PAD)                                                                \
     for (int64_t n = 0; n < (c).N; n++)                                                       \
         for (int64_t o = 0; o < (c).O; o++)                                                   \
             for (int64_t oh = 0; oh < (c).oH; oh++)                                           \
@@ -30,10 +31,13 @@ static conv_geom geom(const int64_t *ia, const int64_t *x, const int64_t *w, con
                             for (int64_t kw = 0; kw < (c).kW; kw++) {                         \
                                 int64_t ih = oh * (c).sH - (c).pH + kh * (c).dH;              \
                                 int64_t iw = ow * (c).sW - (c).pW + kw * (c).dW;              \
-                                if (ih < 0 || ih >= (c).H || iw < 0 || iw >= (c).W) continue; \
-                                int64_t xi = ((n * (c).C + (o / (c).Og) * (c).Cg + ci) * (c).H + ih) * (c).W + iw; \
                                 int64_t wi = ((o * (c).Cg + ci) * (c).kH + kh) * (c).kW + kw; \
                                 int64_t yi = ((n * (c).O + o) * (c).oH + oh) * (c).oW + ow;   \
+                                if (ih < 0 || ih >= (c).H || iw < 0 || iw >= (c).W) {         \
+                                    PAD;                                                      \
+                                    continue;                                                 \
+                                }                                                             \
+                                int64_t xi = ((n * (c).C + (o / (c).Og) * (c).Cg + ci) * (c).H + ih) * (c).W + iw; \
                                 BODY;                                                         \
                             }
 
@@ -47,7 +51,7 @@ static void acc_store(const gnode *y, double *acc, void *out) {
 void ref_conv2d(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, in[0].shape, in[1].shape, y->shape);
     double *acc = acc_new(y->numel);
-    CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi));
+    CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi), (void)0);
     if (y->nin == 3)
         for (int64_t i = 0; i < y->numel; i++) acc[i] += ld_f(in[2].data, in[2].dtype, (i / (c.oH * c.oW)) % c.O);
     acc_store(y, acc, out);
@@ -57,14 +61,18 @@ void ref_conv2d(const gnode *y, const ref_arg *in, void *out) {
 void ref_conv2d_bwd_input(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, y->shape, in[1].shape, in[0].shape);
     double *acc = acc_new(y->numel);
-    CONV_FOR(c, acc[xi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, wi));
+    CONV_FOR(c, acc[xi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, wi), (void)0);
     acc_store(y, acc, out);
 }
 
-/* in: grad_out (N, O, oH, oW), x (N, C, H, W) -> grad_w (O, C/g, kH, kW) */
+/* in: grad_out (N, O, oH, oW), x (N, C, H, W) -> grad_w (O, C/g, kH, kW).
+ * A padding tap adds g * 0, as PyTorch's products over the zero-padded
+ * input (and oneDNN's) do: an inf or NaN g there makes the tap's gradient
+ * NaN. */
 void ref_conv2d_bwd_weight(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, in[1].shape, y->shape, in[0].shape);
     double *acc = acc_new(y->numel);
-    CONV_FOR(c, acc[wi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, xi));
+    CONV_FOR(c, acc[wi] += ld_f(in[0].data, in[0].dtype, yi) * ld_f(in[1].data, in[1].dtype, xi),
+             acc[wi] += ld_f(in[0].data, in[0].dtype, yi) * 0.0);
     acc_store(y, acc, out);
 }

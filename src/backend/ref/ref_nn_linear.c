@@ -13,13 +13,14 @@ void ref_linear(const gnode *y, const ref_arg *in, void *out) {
         }
 }
 
-/* in: x -> same shape. sc: [p, seed]. Kept elements are scaled by
- * 1/(1-p); p = 1 drops everything (no 0 * inf). */
+/* in: x -> same shape. sc: [p, seed]. As PyTorch: x times a noise tensor
+ * that holds 1/(1-p) (computed in the dtype) where kept, 0 where dropped,
+ * so a dropped inf or NaN gives NaN (p = 1 multiplies everything by 0). */
 void ref_dropout(const gnode *y, const ref_arg *in, const double *sc, void *out) {
-    double p = sc[0], scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    double p = sc[0], scale = p >= 1 ? 0.0 : y->dtype == LT_F32 ? (double)(1.0f / (float)(1.0 - p)) : 1.0 / (1.0 - p);
     uint64_t seed = (uint64_t)sc[1];
     for (int64_t i = 0; i < y->numel; i++) {
-        int keep = nn_dropout_uniform(seed, i) >= p;
-        st_f(out, (lt_dtype)y->dtype, i, keep ? ld_f(in[0].data, in[0].dtype, i) * scale : 0.0);
+        double noise = nn_dropout_uniform(seed, i) >= p ? scale : 0.0;
+        st_f(out, (lt_dtype)y->dtype, i, ld_f(in[0].data, in[0].dtype, i) * noise);
     }
 }
