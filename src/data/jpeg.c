@@ -1,11 +1,11 @@
 /* JPEG through libjpeg-turbo's libjpeg API: the library and the calls PIL
  * makes (accurate integer IDCT, fancy upsampling), so pixels agree with
- * what torchvision's loader sees. Two things it can do that TurboJPEG 2's
- * API cannot, and that make a random crop cheap: decode at 1/2, 1/4 or 1/8
- * scale through the DCT, and decode only the crop's rectangle
- * (jpeg_crop_scanline for the columns, jpeg_skip_scanlines for the rows
- * above and below it: those are only entropy-decoded, not transformed,
- * upsampled or color-converted). The whole file is still read to its end,
+ * what torchvision's loader sees. Decoding at 1/2, 1/4 or 1/8 scale goes
+ * through the DCT. What TurboJPEG 2's API cannot do, and what makes a
+ * random crop cheap: decode only the crop's rectangle (jpeg_crop_scanline
+ * for the columns, jpeg_skip_scanlines for the rows above and below it:
+ * those are only entropy-decoded, not transformed, upsampled or
+ * color-converted). The whole file is still read to its end,
  * so whether a file is accepted never depends on the crop. A warning
  * (corrupt segments) passes, as PIL loads such files, except a premature
  * end: PIL refuses truncated files, and the missing rows would be gray. */
