@@ -74,6 +74,15 @@ TEST(two_ranks_match_one) {
             mpiexec, cli_path, cli_tmp, cli_tmp);
     CHECK_MSG(rc == 0, "mpirun -np 3 --resume: exit %d: %s", rc, rest);
     same_losses("resumed in three processes", rest, full, 6);
+    /* `eval` under mpirun: sharded, the accuracy summed over ranks, one report */
+    static char ev2[1 << 12], ev1[1 << 12];
+#define EVAL "eval --data fake --model mlp --test-size 64 --resume %s/ck.safetensors --report json"
+    rc = sh(ev2, sizeof ev2, MR "-np 2 %s " EVAL " 2>%s/err4", mpiexec, cli_path, cli_tmp, cli_tmp);
+    CHECK(rc == 0 && cli_run(ev1, sizeof ev1, false, EVAL, cli_tmp) == 0);
+#undef EVAL
+    CHECK_MSG(strchr(ev2, '{') && strchr(ev2, '{') == strrchr(ev2, '{') &&
+                  fabs(cli_jnum(ev2, "test_accuracy") - cli_jnum(ev1, "test_accuracy")) < 1e-9,
+              "eval: 2 processes %s, 1 process %s", ev2, ev1);
 }
 
 /* An image folder (2 classes of 12 PNGs, written here): 2 processes x

@@ -275,14 +275,15 @@ int cmd_eval(const cli_opts *o) {
     int64_t step = ck.first_step;
     stats_free(&ck);
     if (!rc) {
-        double t0 = cli_now(), acc = evaluate(net, &te, o, o->report ? NULL : stderr);
+        int quiet = lt_dist_rank() != 0; /* several ranks: rank 0 speaks for all */
+        double t0 = cli_now(), acc = evaluate(net, &te, o, o->report || quiet ? NULL : stderr);
         if (isnan(acc)) {
             fprintf(stderr, "lazytensor: evaluation failed: %s\n", lt_error() ? lt_error_message() : "no test images");
             rc = CLI_FAILED;
-        } else if (o->report) {
+        } else if (!quiet && o->report) {
             printf("{\"step\": %lld, \"test_images\": %lld, \"test_accuracy\": %.4f, \"eval_s\": %.3f}\n",
                    (long long)step, (long long)te.n, acc, cli_now() - t0);
-        } else {
+        } else if (!quiet) {
             printf("%s at step %lld: test accuracy %.2f%% on %lld images (%.1f s)\n", o->resume, (long long)step,
                    acc, (long long)te.n, cli_now() - t0);
         }

@@ -175,9 +175,9 @@ typedef struct data_floader_cfg {
 /* Borrows f (it must outlive the loader). NULL with the library error set. */
 data_floader *data_floader_new(const data_folder *f, const data_floader_cfg *cfg);
 void data_floader_free(data_floader *l);
-/* Sets (rank, world) of the configuration after the fact (the CLI opens its
- * data before it knows which ranks train), before the first batch is read.
- * 0, or -1 with the library error set. */
+/* Sets the configuration's (rank, world) after the fact (the CLI opens a
+ * split, then shards it), before the first batch is read. 0, or -1 with
+ * the library error set. */
 int data_floader_shard(data_floader *l, int rank, int world);
 /* Batches of one epoch for this rank. */
 int64_t data_floader_batches(const data_floader *l);
