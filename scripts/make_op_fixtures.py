@@ -835,6 +835,10 @@ def directed():
         c.append(("gelu", [RG(T([1e30, -1e30, 2e19, 1e19, 1.0], f32)), t], None))
     # layer norm of a 1-element row: PyTorch's x rstd - mean rstd leaves a rounding residue
     c.append(("layer_norm", [RG(T([[1.0095161]], f32)), 1, RG(T([0.08379294], f32)), None, 1e-5], None))
+    # layer norm's input gradient in PyTorch's form a w g + b x + c: an inf g makes its row NaN
+    for d in FLOATS:
+        c.append(("layer_norm", [RG(T([[-4.1, -0.6, 4.0], [1.0, 2.0, 0.5]], d)), 1, RG(T([-2.5, 0.9, 0.7], d)),
+                                 RG(T([-0.8, 3.4, 3.1], d)), 1e-3], T([-1.6, -inf, 0.1, 1.0, 2.0, 3.0], d)))
     return c
 
 

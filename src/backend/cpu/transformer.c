@@ -64,22 +64,23 @@ static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, doubl
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n, *gr = g + r * n;
-        float *o = out + r * n, m, rs, sg = 0, sgx = 0;
-        ln_stats(xr, n, eps, &m, &rs);
+        float *o = out + r * n, m, a, db = 0, ds = 0;
+        ln_stats(xr, n, eps, &m, &a);
         if (w) { /* o holds w * g first: the loops stay free of branches */
 #pragma omp simd
             for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
         } else {
             memcpy(o, gr, (size_t)n * sizeof *o);
         }
-#pragma omp simd reduction(+ : sg, sgx)
+#pragma omp simd reduction(+ : db, ds)
         for (int64_t k = 0; k < n; k++) {
-            sg += o[k];
-            sgx += o[k] * (xr[k] - m) * rs;
+            db += o[k];
+            ds += o[k] * xr[k];
         }
-        float mg = sg / (float)n, mgx = sgx / (float)n;
+        /* PyTorch's form (the reference's comment): an inf g makes its row NaN */
+        float b = (db * m - ds) * a * a * a / (float)n, c = -b * m - db * a / (float)n;
 #pragma omp simd
-        for (int64_t k = 0; k < n; k++) o[k] = rs * (o[k] - mg - (xr[k] - m) * rs * mgx);
+        for (int64_t k = 0; k < n; k++) o[k] = a * o[k] + b * xr[k] + c;
     }
 }
 

@@ -43,22 +43,24 @@ void ref_layer_norm(const gnode *y, const ref_arg *in, const double *sc, void *o
 }
 
 /* in: grad_out, x, [weight] -> grad_x. ia [nnorm, has_weight]; sc [eps].
- * With wg = w * g: dx = rstd * (wg - mean(wg) - xhat * mean(wg * xhat)). */
+ * PyTorch's form: with wg = w * g, ds = sum(wg x), db = sum(wg), a = rstd,
+ * b = (db mean - ds) a^3 / n and c = -b mean - db a / n, dx = a wg + b x + c
+ * (so an inf g makes its whole row NaN, as there). */
 void ref_ln_bwd_input(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     const ref_arg *g = &in[0], *x = &in[1], *w = y->ia[1] ? &in[2] : NULL;
     int64_t inner = ln_inner(x, y->ia[0]), rows = x->numel / inner;
     for (int64_t r = 0; r < rows; r++) {
-        double m, rs, sg = 0, sgx = 0;
-        ln_row_stats(x, r, inner, sc[0], &m, &rs);
+        double m, a, ds = 0, db = 0;
+        ln_row_stats(x, r, inner, sc[0], &m, &a);
         for (int64_t k = 0; k < inner; k++) {
             double wg = ld_f(g->data, g->dtype, r * inner + k) * (w ? ld_f(w->data, w->dtype, k) : 1.0);
-            sg += wg;
-            sgx += wg * (ld_f(x->data, x->dtype, r * inner + k) - m) * rs;
+            ds += wg * ld_f(x->data, x->dtype, r * inner + k);
+            db += wg;
         }
+        double b = (db * m - ds) * a * a * a / (double)inner, c = -b * m - db * a / (double)inner;
         for (int64_t k = 0; k < inner; k++) {
             double wg = ld_f(g->data, g->dtype, r * inner + k) * (w ? ld_f(w->data, w->dtype, k) : 1.0);
-            double xh = (ld_f(x->data, x->dtype, r * inner + k) - m) * rs;
-            st_f(out, (lt_dtype)y->dtype, r * inner + k, rs * (wg - sg / (double)inner - xh * sgx / (double)inner));
+            st_f(out, (lt_dtype)y->dtype, r * inner + k, a * wg + b * ld_f(x->data, x->dtype, r * inner + k) + c);
         }
     }
 }
