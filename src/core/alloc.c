@@ -43,23 +43,31 @@ void *core_realloc(void *old, size_t n) {
     return p;
 }
 
-/* Buffers of 2 MiB and more start on a 2 MiB boundary and ask for
- * transparent huge pages (as PyTorch's CPU allocator does): one page fault
- * per 2 MiB instead of 512. Why: a ResNet-50 step's first run touches about
- * a gigabyte of new buffers, and on a virtual machine a 4 KiB fault is
- * expensive (measured: 203k faults, 29% of the first step in the kernel);
- * buffers that malloc returns to the system between steps fault again. */
-#define HUGE_PAGE ((size_t)2 << 20)
-
 void *core_aligned_alloc(size_t n) {
     if (should_fail(n)) return NULL;
     size_t r = (n + 63) & ~(size_t)63;
-    int huge = r >= HUGE_PAGE;
-    if (huge) r = (r + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    void *p = aligned_alloc(huge ? HUGE_PAGE : 64, r ? r : 64);
+    void *p = aligned_alloc(64, r ? r : 64);
+    if (!p) err_set(LT_ERR_OOM, "out of memory: buffer of %zu bytes could not be allocated", n);
+    return p;
+}
+
+/* The executor's long-lived work areas (arena, scratch): 2 MiB aligned,
+ * with transparent huge pages asked for (as PyTorch's CPU allocator does):
+ * one page fault per 2 MiB instead of 512. Why: a ResNet-50 step's first
+ * run touches about a gigabyte of new memory, and on a virtual machine a
+ * 4 KiB fault is expensive (203k faults took 29% of the first step).
+ * Not for tensors' buffers: those come and go every step, and zeroing a
+ * whole huge page for each new one slowed tracing down 2.5x. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *core_huge_alloc(size_t n) {
+    if (n < HUGE_PAGE) return core_aligned_alloc(n);
+    if (should_fail(n)) return NULL;
+    size_t r = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    void *p = aligned_alloc(HUGE_PAGE, r);
     if (!p) err_set(LT_ERR_OOM, "out of memory: buffer of %zu bytes could not be allocated", n);
 #ifdef MADV_HUGEPAGE
-    else if (huge) madvise(p, r, MADV_HUGEPAGE); /* a hint: without THP it fails, harmlessly */
+    else madvise(p, r, MADV_HUGEPAGE); /* a hint: without THP it fails, harmlessly */
 #endif
     return p;
 }

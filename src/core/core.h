@@ -44,6 +44,7 @@ void *core_malloc(size_t n);
 void *core_calloc(size_t n, size_t size);
 void *core_realloc(void *p, size_t n);
 void *core_aligned_alloc(size_t n); /* 64-byte aligned; free with core_free */
+void *core_huge_alloc(size_t n);    /* the same, huge pages asked for from 2 MiB; core_free */
 void core_free(void *p);
 void core_alloc_fail_at(int64_t k); /* 0 disables; k-th call from now fails */
 int64_t core_alloc_count(void);     /* allocations since start (for sweeps) */

@@ -106,7 +106,7 @@ static int lib_compile(cpu_exe *e, const uint8_t *blk) {
         if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
     }
     e->scratch_bytes += sb;
-    return sb && !(e->lib_scratch = core_aligned_alloc(sb)) ? -1 : 0;
+    return sb && !(e->lib_scratch = core_huge_alloc(sb)) ? -1 : 0;
 }
 
 /* Layouts, then the library primitives that depend on them. */
@@ -162,7 +162,7 @@ static void *cpu_compile(const exec_graph *g0) {
     }
     e->scratch_stride = (sb + 63) & ~(size_t)63;
     e->scratch_bytes = e->scratch_stride * (size_t)nthreads();
-    if (sb && !(e->scratch = core_aligned_alloc(e->scratch_bytes))) {
+    if (sb && !(e->scratch = core_huge_alloc(e->scratch_bytes))) {
         cpu_free(e);
         return NULL;
     }
@@ -328,7 +328,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     cpu_exe *e = pe;
     const exec_graph *g = e->g;
     plan *pl = &e->pl;
-    if (!e->arena && pl->arena_bytes && !(e->arena = core_aligned_alloc(pl->arena_bytes))) return -1;
+    if (!e->arena && pl->arena_bytes && !(e->arena = core_huge_alloc(pl->arena_bytes))) return -1;
     if (ref_scratch_reserve(g)) return -1; /* for the kernels that fall back to the reference backend */
     size_t ns = (size_t)(pl->nslots ? pl->nslots : 1);
     char **sp = core_malloc(ns * sizeof *sp);
