@@ -17,6 +17,20 @@ static int step(lt_tensor **cur, lt_tensor *r, int index_error) {
 /* A new handle for base[idx]; *copied is set when the result does not alias
  * (an integer tensor index). NULL with a Python exception on error. */
 static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
+    *copied = 0;
+    if (PySlice_Check(idx) && lt_ndim(base) > 0) { /* x[a:b], the commonest index: no item loops */
+        Py_ssize_t start, stop, st, size = (Py_ssize_t)lt_shape(base)[0];
+        if (PySlice_Unpack(idx, &start, &stop, &st)) return NULL;
+        if (st > 0) { /* PySlice_AdjustIndices for a positive step, without its division */
+            if (start < 0 && (start += size) < 0) start = 0;
+            else if (start > size) start = size;
+            if (stop < 0 && (stop += size) < 0) stop = 0;
+            else if (stop > size) stop = size;
+            lt_tensor *r = lt_slice(base, 0, start, stop < start ? start : stop, st);
+            if (!r) ltpy_raise();
+            return r;
+        } /* else the general path raises */
+    }
     /* a tuple's items, or idx alone (no tuple is built for x[0:32]) */
     PyObject *const *items = PyTuple_Check(idx) ? &PyTuple_GET_ITEM(idx, 0) : &idx;
     Py_ssize_t n = PyTuple_Check(idx) ? PyTuple_GET_SIZE(idx) : 1;
@@ -27,7 +41,6 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
         else if (it != Py_None) consumed++;
     }
     lt_tensor *cur = NULL;
-    *copied = 0;
     if (ellipses > 1) {
         PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
         goto fail;
