@@ -22,17 +22,22 @@ struct lt_loader {
     int64_t batch;
 };
 
+/* The loader's error (its message names the file or directory) again, with
+ * the public function and its 'dir' argument in front. Returns NULL. */
+static void *blame_dir(const char *fn, const char *dir) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", lt_error_message());
+    int code = lt_error();
+    lt_clear_error();
+    return err_set(code, "%s: argument 'dir' = %s: %s", fn, dir, why);
+}
+
 lt_dataset *lt_dataset_fashion_mnist(const char *dir, bool train) {
     lt_dataset *d = core_calloc(1, sizeof *d);
     if (!d) return NULL;
     if (data_fashion_load(&d->ds, dir, train)) {
-        char why[256]; /* the loader's message names the file */
-        snprintf(why, sizeof why, "%s", lt_error_message());
-        int code = lt_error();
-        lt_clear_error();
-        err_set(code, "lt_dataset_fashion_mnist: argument 'dir' = %s: %s", dir ? dir : DATA_FASHION_DIR, why);
         core_free(d);
-        return NULL;
+        return blame_dir("lt_dataset_fashion_mnist", dir ? dir : DATA_FASHION_DIR);
     }
     return d;
 }
@@ -89,13 +94,8 @@ lt_dataset *lt_dataset_imagefolder(const char *dir, const char *split, const lt_
     lt_dataset *d = core_calloc(1, sizeof *d);
     if (!d) return NULL;
     if (data_folder_open(&d->folder, dir, split)) {
-        char why[512]; /* the folder's message names the directory */
-        snprintf(why, sizeof why, "%s", lt_error_message());
-        int code = lt_error();
-        lt_clear_error();
-        err_set(code, "lt_dataset_imagefolder: argument 'dir' = %s: %s", dir, why);
         core_free(d);
-        return NULL;
+        return blame_dir("lt_dataset_imagefolder", dir);
     }
     d->fo = o;
     return d;
