@@ -85,6 +85,11 @@ TEST(two_ranks_match_one) {
               "eval: 2 processes %s, 1 process %s", ev2, ev1);
 }
 
+/* Two classes apart, each image its own. */
+static unsigned char dist_pixel(int c, int i, size_t k) {
+    return (unsigned char)(c ? 150 + (k * 7 + (size_t)i * 13) % 90 : (k * 5 + (size_t)i * 11) % 120);
+}
+
 /* An image folder (2 classes of 12 PNGs, written here): 2 processes x
  * batch 4 read their parts of each global batch and reproduce 1 process x
  * batch 8, over an epoch boundary; the evaluation on val/ is sharded too. */
@@ -94,22 +99,9 @@ TEST(imagefolder_two_ranks_match_one) {
         return;
     }
     static char two[1 << 16], one[1 << 16];
-    char p[512];
-    uint8_t px[8 * 8 * 3];
-    for (int split = 0; split < 2; split++)
-        for (int c = 0; c < 2; c++) {
-            snprintf(p, sizeof p, "mkdir -p %s/img/%s/class%d", cli_tmp, split ? "val" : "train", c);
-            CHECK(system(p) == 0);
-            for (int i = 0; i < 12; i++) {
-                for (size_t k = 0; k < sizeof px; k++) /* two classes apart, each image its own */
-                    px[k] = (uint8_t)(c ? 150 + (k * 7 + (size_t)i * 13) % 90 : (k * 5 + (size_t)i * 11) % 120);
-                snprintf(p, sizeof p, "%s/img/%s/class%d/%d.png", cli_tmp, split ? "val" : "train", c, i);
-                FILE *f = fopen(p, "wb");
-                char msg[IMG_MSG];
-                CHECK(f && !img_png_write(f, px, 8, 8, 3, msg));
-                if (f) fclose(f);
-            }
-        }
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/img", cli_tmp);
+    CHECK(cli_png_folder(dir, 12, 8, dist_pixel) == 0);
 #define FOLDER "--data imagefolder --data-dir %s/img --image-size 8 --model mlp --workers 1 --steps 5 " \
                "--log-every 1000 --lr-schedule none --report json"
     int rc = sh(two, sizeof two, MR "-np 2 %s train " FOLDER " --batch-size 4 2>%s/errf", mpiexec, cli_path, cli_tmp,

@@ -145,6 +145,11 @@ TEST(fake_eval_defaults) {
               "no evaluation progress over 63 batches: %s", out);
 }
 
+/* Flat images, the two classes far apart. */
+static unsigned char flat_pixel(int c, int i, size_t k) {
+    return (unsigned char)(c ? 200 - k % 7 : 30 + k % 5 + (size_t)i);
+}
+
 /* An image folder written here (2 classes of flat PNGs, one broken file):
  * train with the threaded loader, the report's data fields, bench-data,
  * and the errors about the layout. */
@@ -155,20 +160,8 @@ TEST(imagefolder_end_to_end) {
     }
     static char out[1 << 16];
     char p[512];
-    uint8_t px[16 * 16 * 3];
-    for (int split = 0; split < 2; split++)
-        for (int c = 0; c < 2; c++) {
-            snprintf(p, sizeof p, "mkdir -p %s/img/%s/class%d", tmp, split ? "val" : "train", c);
-            CHECK(system(p) == 0);
-            for (int i = 0; i < 6; i++) {
-                for (size_t k = 0; k < sizeof px; k++) px[k] = (uint8_t)(c ? 200 - k % 7 : 30 + k % 5 + i);
-                snprintf(p, sizeof p, "%s/img/%s/class%d/%d.png", tmp, split ? "val" : "train", c, i);
-                FILE *f = fopen(p, "wb");
-                char msg[IMG_MSG];
-                CHECK(f && !img_png_write(f, px, 16, 16, 3, msg));
-                if (f) fclose(f);
-            }
-        }
+    snprintf(p, sizeof p, "%s/img", tmp);
+    CHECK(cli_png_folder(p, 6, 16, flat_pixel) == 0);
     snprintf(p, sizeof p, "%s/img/train/class1/broken.png", tmp);
     FILE *f = fopen(p, "wb");
     if (f) fputs("not a png", f), fclose(f);

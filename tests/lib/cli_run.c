@@ -4,6 +4,8 @@
 #endif
 #include "cli_run.h"
 
+#include "data/image.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,4 +95,28 @@ char *cli_slurp(const char *path, size_t *len) {
     if (buf) buf[n] = 0;
     if (len) *len = n;
     return buf;
+}
+
+int cli_png_folder(const char *dir, int per_class, int size, unsigned char (*pixel)(int c, int i, size_t k)) {
+    size_t n = (size_t)size * (size_t)size * 3;
+    uint8_t *px = malloc(n);
+    char p[512], msg[IMG_MSG];
+    int rc = px ? 0 : -1;
+    for (int split = 0; split < 2 && !rc; split++)
+        for (int c = 0; c < 2 && !rc; c++) {
+            snprintf(p, sizeof p, "mkdir -p %s/%s/class%d", dir, split ? "val" : "train", c);
+            if (system(p) != 0) rc = -1;
+            for (int i = 0; i < per_class && !rc; i++) {
+                for (size_t k = 0; k < n; k++) px[k] = pixel(c, i, k);
+                snprintf(p, sizeof p, "%s/%s/class%d/%d.png", dir, split ? "val" : "train", c, i);
+                FILE *f = fopen(p, "wb");
+                if (!f || img_png_write(f, px, size, size, 3, msg)) {
+                    fprintf(stderr, "cli_png_folder: %s: %s\n", p, f ? msg : "cannot create");
+                    rc = -1;
+                }
+                if (f) fclose(f);
+            }
+        }
+    free(px);
+    return rc;
 }

@@ -25,4 +25,9 @@ int cli_jlosses(const char *js, double *out, int max);
 /* The whole of a file as a NUL-terminated malloc'd string (NULL if unreadable). */
 char *cli_slurp(const char *path, size_t *len);
 
+/* An image folder for `--data imagefolder`: DIR/{train,val}/class{0,1}/
+ * {0..per_class-1}.png, RGB size x size, byte k of image i of class c being
+ * pixel(c, i, k). 0, or -1 with a message on stderr. */
+int cli_png_folder(const char *dir, int per_class, int size, unsigned char (*pixel)(int c, int i, size_t k));
+
 #endif
