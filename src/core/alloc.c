@@ -43,13 +43,17 @@ void *core_realloc(void *old, size_t n) {
     return p;
 }
 
-void *core_aligned_alloc(size_t n) {
+/* n bytes (rounded up to a multiple of align, a power of two) at an
+ * align-byte boundary. */
+static void *aligned(size_t n, size_t align) {
     if (should_fail(n)) return NULL;
-    size_t r = (n + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, r ? r : 64);
+    size_t r = (n + align - 1) & ~(align - 1);
+    void *p = aligned_alloc(align, r ? r : align);
     if (!p) err_set(LT_ERR_OOM, "out of memory: buffer of %zu bytes could not be allocated", n);
     return p;
 }
+
+void *core_aligned_alloc(size_t n) { return aligned(n, 64); }
 
 /* The executor's long-lived work areas (arena, scratch): 2 MiB aligned,
  * with transparent huge pages asked for (as PyTorch's CPU allocator does):
@@ -61,13 +65,10 @@ void *core_aligned_alloc(size_t n) {
 #define HUGE_PAGE ((size_t)2 << 20)
 
 void *core_huge_alloc(size_t n) {
-    if (n < HUGE_PAGE) return core_aligned_alloc(n);
-    if (should_fail(n)) return NULL;
-    size_t r = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    void *p = aligned_alloc(HUGE_PAGE, r);
-    if (!p) err_set(LT_ERR_OOM, "out of memory: buffer of %zu bytes could not be allocated", n);
+    if (n < HUGE_PAGE) return aligned(n, 64);
+    void *p = aligned(n, HUGE_PAGE);
 #ifdef MADV_HUGEPAGE
-    else madvise(p, r, MADV_HUGEPAGE); /* a hint: without THP it fails, harmlessly */
+    if (p) madvise(p, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint: fails harmlessly without THP */
 #endif
     return p;
 }
