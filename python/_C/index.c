@@ -14,6 +14,16 @@ static int step(lt_tensor **cur, lt_tensor *r, int index_error) {
     return -1;
 }
 
+/* PySlice_AdjustIndices for a positive step, without its division: start
+ * and stop clamped into [0, size], stop not below start. */
+static inline void clamp_slice(Py_ssize_t size, Py_ssize_t *start, Py_ssize_t *stop) {
+    if (*start < 0 && (*start += size) < 0) *start = 0;
+    else if (*start > size) *start = size;
+    if (*stop < 0 && (*stop += size) < 0) *stop = 0;
+    else if (*stop > size) *stop = size;
+    if (*stop < *start) *stop = *start;
+}
+
 /* A new handle for base[idx]; *copied is set when the result does not alias
  * (an integer tensor index). NULL with a Python exception on error. */
 static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
@@ -21,12 +31,9 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
     if (PySlice_Check(idx) && lt_ndim(base) > 0) { /* x[a:b], the commonest index: no item loops */
         Py_ssize_t start, stop, st, size = (Py_ssize_t)lt_shape(base)[0];
         if (PySlice_Unpack(idx, &start, &stop, &st)) return NULL;
-        if (st > 0) { /* PySlice_AdjustIndices for a positive step, without its division */
-            if (start < 0 && (start += size) < 0) start = 0;
-            else if (start > size) start = size;
-            if (stop < 0 && (stop += size) < 0) stop = 0;
-            else if (stop > size) stop = size;
-            lt_tensor *r = lt_slice(base, 0, start, stop < start ? start : stop, st);
+        if (st > 0) {
+            clamp_slice(size, &start, &stop);
+            lt_tensor *r = lt_slice(base, 0, start, stop, st);
             if (!r) ltpy_raise();
             return r;
         } /* else the general path raises */
@@ -65,14 +72,10 @@ static lt_tensor *index_handle(lt_tensor *base, PyObject *idx, int *copied) {
                 PyErr_SetString(PyExc_ValueError, "step must be greater than zero");
                 goto fail;
             }
-            /* PySlice_AdjustIndices for a positive step, without its division */
             Py_ssize_t size = (Py_ssize_t)lt_shape(h)[dim];
-            if (start < 0 && (start += size) < 0) start = 0;
-            else if (start > size) start = size;
-            if (stop < 0 && (stop += size) < 0) stop = 0;
-            else if (stop > size) stop = size;
+            clamp_slice(size, &start, &stop);
             if (start != 0 || stop != size || st != 1)
-                if (step(&cur, lt_slice(h, dim, start, stop < start ? start : stop, st), 0)) goto fail;
+                if (step(&cur, lt_slice(h, dim, start, stop, st), 0)) goto fail;
             dim++;
         } else if (ltpy_is_tensor(it)) {
             lt_tensor *ix = ltpy_h(it);
