@@ -9,6 +9,7 @@
 
 #include "api/nn.h"
 #include "backend/cpu/cpu.h"
+#include "core/isa.h"
 #include "exec/exec.h"
 
 #include <math.h>
@@ -123,11 +124,11 @@ static void resnet_case_bf16(const char *name) {
  * and on bfloat16 activations. */
 TEST(resnet20_step_matches_reference) {
     for (int level = 0; level <= 2; level++) {
-        cpu_set_isa(level);
+        core_set_isa(level);
         resnet_case("resnet20", 1, 1);
         resnet_case_bf16("resnet20");
     }
-    cpu_set_isa(-1);
+    core_set_isa(-1);
 }
 TEST(resnet20_eval_matches_reference) { resnet_case("resnet20", 0, 0); }
 TEST(resnet18_eval_backward_matches_reference) { resnet_case("resnet18", 0, 1); }
@@ -256,7 +257,7 @@ static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out)
     to_blocked(g, gb, os, 0);
     int64_t ia[6] = {k[0], k[1], st[0], st[1], pad[0], pad[1]};
     for (int level = 0; level <= 2; level++) {
-        cpu_set_isa(level);
+        core_set_isa(level);
         pool_blk_max(xs, os, ia, xb, yb);
         pool_blk_max_bwd(xs, os, ia, gb, xb, dxb);
         to_blocked(yb, y, os, 1);
@@ -269,7 +270,7 @@ static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out)
                   (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)pad[0],
                   (long long)pad[1], (long long)bad);
     }
-    cpu_set_isa(-1);
+    core_set_isa(-1);
     for (int64_t i = 0; i < ny; i++) {
         *nan_out += ry[i] != ry[i];
         *ninf_out += ry[i] == -INFINITY;

@@ -7,6 +7,7 @@
 
 #include "api/nn.h"
 #include "backend/cpu/cpu.h"
+#include "core/isa.h"
 #include "exec/exec.h"
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
@@ -468,14 +469,14 @@ TEST(fast_reductions) { fast_reduction_cases(); }
 static void attention_case(int trial); /* transformer ops, below */
 
 TEST(every_isa) {
-    for (int level = cpu_isa() - 1; level >= 0; level--) {
-        cpu_set_isa(level);
+    for (int level = core_isa() - 1; level >= 0; level--) {
+        core_set_isa(level);
         for (int op = 0; op < LT_OP_COUNT; op++)
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
         for (int t = 0; t < 6; t++) attention_case(t);
     }
-    cpu_set_isa(-1);
+    core_set_isa(-1);
 }
 
 TEST(views_scatters_cat) { view_cases(); }

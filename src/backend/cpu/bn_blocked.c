@@ -27,7 +27,7 @@ typedef struct bn_rows {
 
 static const bn_rows *rows(bn_geom b) {
 #ifdef HAVE_ISA
-    switch (cpu_isa()) {
+    switch (core_isa()) {
     case 2: return &bn_rows_avx512[b.bf16];
     case 1: return &bn_rows_avx2[b.bf16];
     default: break;

@@ -55,11 +55,6 @@ int tile_member_type(const exec_graph *g, const gnode *y);
 void tile_run(const tprog *p, const void *const *in, void *const *out, const double *scal, char *scratch,
               size_t scratch_stride);
 size_t tile_scratch_bytes(const tprog *p);
-/* The instruction set the vectorized loops use, chosen once from the CPU:
- * 2 AVX-512, 1 AVX2 + FMA, 0 baseline. cpu_set_isa caps it (tests run
- * every copy; -1 lifts the cap). */
-int cpu_isa(void);
-void cpu_set_isa(int level);
 
 /* ---- reductions and softmax (reduce.c, softmax.c) ---- */
 /* Does y (a reduction, arg-reduction or softmax of x) have a fast kernel? */

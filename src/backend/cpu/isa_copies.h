@@ -2,7 +2,7 @@
  * named by BODY for float and double) once per instruction set: _base
  * always, and _avx2 / _avx512 where the compiler supports per-function
  * targets, with ISA_SUF the name suffix. The caller picks one at run time
- * (cpu_isa()). Included by each file with multi-ISA kernels, after defining
+ * (core_isa()). Included by each file with multi-ISA kernels, after defining
  * BODY or ISA_EACH; not a normal header (no include guard, on purpose). */
 #ifndef ISA_EACH
 #define ISA_EACH "typed.h"

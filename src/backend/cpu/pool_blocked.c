@@ -40,7 +40,7 @@ typedef struct pool_rows {
 
 static const pool_rows *rows(void) {
 #ifdef HAVE_ISA
-    switch (cpu_isa()) {
+    switch (core_isa()) {
     case 2: return &pool_rows_avx512;
     case 1: return &pool_rows_avx2;
     default: break;

@@ -15,7 +15,7 @@
 const rkern *cpu_rkern(int dtype) {
     int f = dtype == LT_F32;
 #ifdef HAVE_ISA
-    switch (cpu_isa()) {
+    switch (core_isa()) {
     case 2: return f ? &kern_f32_avx512 : &kern_f64_avx512;
     case 1: return f ? &kern_f32_avx2 : &kern_f64_avx2;
     default: break;

@@ -3,6 +3,8 @@
 #ifndef LT_CPU_SIMD_H
 #define LT_CPU_SIMD_H
 
+#include "../../core/isa.h"
+
 #include <math.h>
 #include <stdint.h>
 #ifdef _OPENMP
@@ -36,17 +38,7 @@ float expf(float) SIMD_DECL;
 float logf(float) SIMD_DECL;
 float powf(float, float) SIMD_DECL;
 float tanhf(float) SIMD_DECL;
-/* The loops are compiled once per instruction set (the build has no
- * -march: CI machines differ) and chosen at run time by cpu_isa(). */
-#define HAVE_ISA 1
-#define ISA_AVX2 "avx2,fma"
-#define ISA_AVX512 "avx512f,avx512vl,avx512bw,avx512dq,fma,prefer-vector-width=512"
 #endif
-
-/* `#pragma GCC target` does not expand macros; _Pragma does. */
-#define PRAGMA_(x) _Pragma(#x)
-#define TARGET_PUSH(isa) _Pragma("GCC push_options") PRAGMA_(GCC target(isa))
-#define TARGET_POP() _Pragma("GCC pop_options")
 
 /* The 16 channels of a block of nChw16c (layout.c) as one value, kept in
  * registers (float[16] accumulators went through memory on every step):

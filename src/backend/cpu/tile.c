@@ -16,25 +16,6 @@
 typedef void (*tile_fn)(const tprog *, const void *const *, void *const *, const double *, const uint8_t *, void *,
                         int64_t, int64_t);
 
-static int isa_forced = -1; /* cpu_set_isa: tests run every copy */
-void cpu_set_isa(int level) { isa_forced = level; }
-
-/* 2: AVX-512, 1: AVX2 + FMA, 0: the x86-64 baseline (SSE2). */
-int cpu_isa(void) {
-    static int best = -1;
-    if (best < 0) {
-        best = 0;
-#ifdef HAVE_ISA
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = 1;
-        if (best == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-            best = 2;
-#endif
-    }
-    return isa_forced >= 0 && isa_forced < best ? isa_forced : best;
-}
-
 static int tile_op(int op) {
     switch (op) { /* the ops tile_body.h implements; anything else is not fused */
     case LT_OP_FILL: case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_DIV: case LT_OP_MAXIMUM:
@@ -83,7 +64,7 @@ size_t tile_scratch_bytes(const tprog *p) { return (size_t)p->nregs * TILE * (p-
 static tile_fn pick(int rtype) {
     int f = rtype == LT_F32;
 #ifdef HAVE_ISA
-    switch (cpu_isa()) {
+    switch (core_isa()) {
     case 2: return f ? tile_f32_avx512 : tile_f64_avx512;
     case 1: return f ? tile_f32_avx2 : tile_f64_avx2;
     default: break;

@@ -138,7 +138,7 @@ typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
 
 static void attention(const att *a, void *const *in, float *out, int bwd) {
 #ifdef HAVE_ISA
-    switch (cpu_isa()) {
+    switch (core_isa()) {
     case 2: (bwd ? backward_avx512 : forward_avx512)(a, in, out); return;
     case 1: (bwd ? backward_avx2 : forward_avx2)(a, in, out); return;
     default: break;
