@@ -1,15 +1,20 @@
 /* Image folders: decoding against PIL, transforms against torchvision
  * (tests/data/images/, written by scripts/make_image_fixtures.py), the
  * pixel limits, broken files skipped and counted with the right labels,
- * layout errors, the same batches for 0, 1 and 4 workers, and sharding.
+ * layout errors, the same batches for 0, 1 and 4 workers, and sharding;
+ * the resampler's vector copies against its scalar one.
  * Without TurboJPEG or libspng the cases that need them say so and skip. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "harness.h"
 
+#include "core/isa.h"
+#include "data/data.h"
 #include "data/image.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,6 +200,58 @@ TEST(transforms_match_torchvision) {
     fclose(f);
     img_work_free(&w);
     CHECK(ncase == 8);
+}
+
+/* A source image whose last byte is the last before an unmapped page, so a
+ * read past the buffer (the vector copies' gathers) faults. */
+static uint8_t *guarded(size_t n, void **map, size_t *maplen) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (n + pg - 1) / pg * pg + pg;
+    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    mprotect(m + len - pg, pg, PROT_NONE);
+    *map = m, *maplen = len;
+    return m + len - pg - n;
+}
+
+/* The horizontal pass's AVX2 and AVX-512 copies against the scalar one:
+ * the same bytes for random images (1 and 3 channels), boxes, output sizes
+ * and windows, boxes on the image's right and bottom edges included. */
+TEST(resample_copies_agree) {
+    int cases = 0, differ = 0;
+    img_work w = {0};
+    for (int it = 0; it < 300; it++) {
+#define U(k, m) (int)(data_hash(12345, (k), (uint64_t)it) % (uint64_t)(m)) /* uniform in [0, m) */
+        int ch = it % 2 ? 3 : 1, sw = 1 + U(1, 200), sh = 1 + U(2, 120);
+        size_t n = (size_t)sw * (size_t)sh * (size_t)ch;
+        void *map;
+        size_t maplen;
+        uint8_t *src = guarded(n, &map, &maplen);
+        CHECK(src != NULL);
+        if (!src) return;
+        for (size_t k = 0; k < n; k++) src[k] = (uint8_t)data_hash(it, 3, k);
+        img_box box = {U(4, 1000) / 1000.0 * sw * 0.5, U(5, 1000) / 1000.0 * sh * 0.5, sw, sh}; /* to the edges */
+        if (it % 3 == 0) box.x1 = box.x0 + (sw - box.x0) * 0.7, box.y1 = box.y0 + (sh - box.y0) * 0.8;
+        int ow = 1 + U(6, 90), oh = 1 + U(7, 40), wx = it % 4 ? U(8, ow) : 0, wy = it % 4 ? U(9, oh) : 0;
+#undef U
+        int ww = ow - wx, wh = oh - wy;
+        size_t nout = (size_t)ww * (size_t)wh * (size_t)ch;
+        uint8_t *want = malloc(nout), *got = malloc(nout);
+        core_set_isa(0);
+        CHECK(!img_resample(src, sw, sh, ch, box, ow, oh, wx, wy, ww, wh, want, &w.tmp, &w.tmp_cap));
+        core_set_isa(-1);
+        for (int level = core_isa(); level >= 1; level--) {
+            core_set_isa(level);
+            CHECK(!img_resample(src, sw, sh, ch, box, ow, oh, wx, wy, ww, wh, got, &w.tmp, &w.tmp_cap));
+            differ += memcmp(got, want, nout) != 0;
+            cases++;
+            core_set_isa(-1);
+        }
+        free(want), free(got);
+        munmap(map, maplen);
+    }
+    img_work_free(&w);
+    CHECK_MSG(differ == 0, "%d of %d resamples differ from the scalar copy's", differ, cases);
+    printf("  %d cases against the scalar copy (this CPU's best: level %d)\n", cases, core_isa());
 }
 
 TEST(random_resized_crop_params) {
@@ -568,6 +625,7 @@ int main(void) {
     RUN(decode_matches_pil);
     RUN(jpeg_rect_matches_whole);
     RUN(transforms_match_torchvision);
+    RUN(resample_copies_agree);
     RUN(random_resized_crop_params);
     RUN(limits_before_allocation);
     RUN(broken_files_skipped_and_counted);
