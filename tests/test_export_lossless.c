@@ -78,7 +78,8 @@ static void same_split(const char *idx, const char *png, bool train, int64_t n) 
     static double xi[NTRAIN * PX], yi[NTRAIN], xf[NTRAIN * PX], yf[NTRAIN];
     lt_imagefolder_opts o = lt_imagefolder_defaults();
     o.image_size = 28, o.channels = 1, o.resize = 0, o.mean[0] = 0.2860f, o.std[0] = 0.3530f, o.workers = 2;
-    lt_dataset *di = lt_dataset_fashion_mnist(idx, train), *df = lt_dataset_imagefolder(png, train ? "train" : "val", &o);
+    lt_dataset *di = lt_dataset_fashion_mnist(idx, train);
+    lt_dataset *df = lt_dataset_imagefolder(png, train ? "train" : "val", &o);
     CHECK(di && df);
     CHECK(read_all(di, xi, yi, NTRAIN) == n && read_all(df, xf, yf, NTRAIN) == n);
     int64_t at = 0, bad = 0; /* the folder's next sample */
