@@ -6,7 +6,8 @@
  * bandwidth measured in the same run. Same for the forward.
  * Each time is the median wall time, then the median CPU time of all
  * threads together (bench_time.h: comparable on a busy machine).
- * Usage: bench_pool [N] [iters]  (defaults 32 5; LT_NUM_THREADS threads) */
+ * bf16: the same on bfloat16 activations (autocast's), bytes counted at 2.
+ * Usage: bench_pool [N] [iters] [bf16]  (defaults 32 5; LT_NUM_THREADS threads) */
 #define _POSIX_C_SOURCE 200809L
 #include "lazytensor.h"
 
@@ -27,13 +28,13 @@ typedef struct times {
 /* The medians of `iters` runs of the plain kernel (its operands are the
  * graph's parameters, so they stay plain), or of the blocked one. */
 static times run(int blocked, int bwd, lt_tensor *g, lt_tensor *x, const int64_t *k, const int64_t *s,
-                 const int64_t *p, const float *gb, const float *xb, float *out, int iters) {
+                 const int64_t *p, int bf16, const void *gb, const void *xb, void *out, int iters) {
     double w[32], c[32];
     const int64_t *xs = lt_shape(x), *os = lt_shape(g), ia[6] = {k[0], k[1], s[0], s[1], p[0], p[1]};
     for (int i = 0; i < iters + 1; i++) {
         double t0 = bench_now_s(), c0 = bench_cpu_s();
-        if (blocked && bwd) pool_blk_max_bwd(xs, os, ia, gb, xb, out);
-        else if (blocked) pool_blk_max(xs, os, ia, xb, out);
+        if (blocked && bwd) pool_blk_max_bwd(xs, os, ia, bf16, gb, xb, out);
+        else if (blocked) pool_blk_max(xs, os, ia, bf16, xb, out);
         else {
             lt_tensor *r = bwd ? nn_max_pool2d_backward(g, x, k, s, p) : lt_max_pool2d(x, k, s, p);
             lt_mark_step();
@@ -50,28 +51,36 @@ int main(int argc, char **argv) {
     int iters = argc > 2 ? atoi(argv[2]) : 5;
     if (iters < 1) iters = 1;
     if (iters > 31) iters = 31;
+    int bf16 = argc > 3 && strcmp(argv[3], "bf16") == 0;
+    size_t es = bf16 ? 2 : 4;
     int64_t xs[4] = {N, 64, 112, 112}, os[4] = {N, 64, 56, 56}, k[2] = {3, 3}, st[2] = {2, 2}, pd[2] = {1, 1};
     size_t nx = (size_t)(N * 64 * 112 * 112), ny = nx / 4;
-    float *xb = malloc(nx * 4), *dxb = malloc(nx * 4), *gb = malloc(ny * 4), *yb = malloc(ny * 4);
+    char *xb = malloc(nx * es), *dxb = malloc(nx * es), *gb = malloc(ny * es), *yb = malloc(ny * es);
     if (!xb || !dxb || !gb || !yb) return 1;
     lt_manual_seed(3);
     lt_tensor *x = lt_randn(LT_F32, 4, xs), *g = lt_randn(LT_F32, 4, os);
-    lt_to_host(x, xb, nx * 4); /* the blocked kernel gets the same values (their order does not matter here) */
-    lt_to_host(g, gb, ny * 4);
-    memset(dxb, 0, nx * 4), memset(yb, 0, ny * 4);
+    if (bf16) {
+        lt_tensor *xh = lt_to_dtype(x, LT_BF16), *gh = lt_to_dtype(g, LT_BF16);
+        lt_free(x), lt_free(g);
+        x = xh, g = gh;
+    }
+    lt_to_host(x, xb, nx * es); /* the blocked kernel gets the same values (their order does not matter here) */
+    lt_to_host(g, gb, ny * es);
+    memset(dxb, 0, nx * es), memset(yb, 0, ny * es);
     double best = 1e9;
     for (int i = 0; i < iters; i++) {
         double t0 = bench_now_s();
-        memcpy(dxb, xb, nx * 4);
+        memcpy(dxb, xb, nx * es);
         double t = bench_now_s() - t0;
         if (t < best) best = t;
     }
-    double bw = 2.0 * (double)nx * 4 / best;
-    printf("memcpy bandwidth (read+write) %.2f GB/s; x (%lld, 64, 112, 112), 3x3 s2 p1\n", bw / 1e9, (long long)N);
+    double bw = 2.0 * (double)(nx * es) / best;
+    printf("memcpy bandwidth (read+write) %.2f GB/s; x (%lld, 64, 112, 112) %s, 3x3 s2 p1\n", bw / 1e9, (long long)N,
+           bf16 ? "bfloat16" : "float32");
     for (int bwd = 0; bwd < 2; bwd++) {
-        times tp = run(0, bwd, g, x, k, st, pd, gb, xb, NULL, iters);
-        times tb = run(1, bwd, g, x, k, st, pd, gb, xb, bwd ? dxb : yb, iters);
-        double moved = (double)(bwd ? 2 * nx + ny : nx + ny) * 4;
+        times tp = run(0, bwd, g, x, k, st, pd, bf16, gb, xb, NULL, iters);
+        times tb = run(1, bwd, g, x, k, st, pd, bf16, gb, xb, bwd ? dxb : yb, iters);
+        double moved = (double)((bwd ? 2 * nx + ny : nx + ny) * es);
         printf("max pool %s: plain %.2f ms (cpu %.2f), blocked %.2f ms (cpu %.2f): %.1fx faster (cpu %.1fx), "
                "%.2f GB/s, floor %.2f ms\n",
                bwd ? "backward" : "forward ", tp.wall * 1e3, tp.cpu * 1e3, tb.wall * 1e3, tb.cpu * 1e3,

@@ -195,22 +195,26 @@ TEST(blocked_values_meet_plain_consumers) {
     }
 }
 
-/* ---- max pooling on blocked planes (pool_blocked.c), every ISA copy,
- * against the reference backend on the same values in plain NCHW, with
- * NaNs (a window holding one gives NaN; its gradient goes to the last NaN)
- * and -inf (an all -inf window gives -inf; the gradient goes to its first
- * element) ---- */
+/* ---- max pooling on blocked planes (pool_blocked.c), every ISA copy, on
+ * float32 and bfloat16 activations, against the reference backend on the
+ * same values in plain NCHW, with NaNs (a window holding one gives NaN; its
+ * gradient goes to the last NaN) and -inf (an all -inf window gives -inf;
+ * the gradient goes to its first element). In bfloat16 the gradients are
+ * multiples of 1/64 below 8, so every sum of them is exact in float and
+ * the kernel, rounding each sum to bfloat16 once, must match the
+ * reference bit for bit. ---- */
 
-/* (N, C, H, W) plain <-> nChw16c: element (n, c, h, w) of the blocked copy
- * is at ((n * C/16 + c/16) * H * W + h * W + w) * 16 + c % 16. */
-static void to_blocked(const float *p, float *b, const int64_t *s, int back) {
+/* (N, C, H, W) plain <-> nChw16c, elements of es bytes: element (n, c, h,
+ * w) of the blocked copy is at ((n * C/16 + c/16) * H * W + h * W + w) *
+ * 16 + c % 16. */
+static void to_blocked(const void *p, void *b, const int64_t *s, size_t es, int back) {
     int64_t C = s[1], HW = s[2] * s[3];
     for (int64_t n = 0; n < s[0]; n++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t k = 0; k < HW; k++) {
                 int64_t i = (n * C + c) * HW + k, j = ((n * (C / 16) + c / 16) * HW + k) * 16 + c % 16;
-                if (back) b[i] = p[j];
-                else b[j] = p[i];
+                if (back) memcpy((char *)b + i * es, (const char *)p + j * es, es);
+                else memcpy((char *)b + j * es, (const char *)p + i * es, es);
             }
 }
 
@@ -227,7 +231,12 @@ static int close_enough(double a, double b, double tol) {
     return fabs(a - b) <= tol * (fabs(a) > 1 ? fabs(a) : 1);
 }
 
-static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out) {
+/* Element i of a float32 or (bf16) bfloat16 array. */
+static double as_double(const void *p, int bf16, int64_t i) {
+    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static void maxpool_blocked_case(int trial, int bf16, int64_t *nan_out, int64_t *ninf_out) {
     int64_t k[2], st[2], pad[2], xs[4] = {1 + rnd(2), 16 * (1 + rnd(2)), 1 + rnd(9), 1 + rnd(9)};
     for (int i = 0; i < 2; i++) {
         k[i] = 1 + rnd(3);
@@ -238,9 +247,11 @@ static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out)
     if (xs[2] + 2 * pad[0] < k[0] || xs[3] + 2 * pad[1] < k[1]) return; /* no window fits */
     int64_t os[4] = {xs[0], xs[1], (xs[2] + 2 * pad[0] - k[0]) / st[0] + 1, (xs[3] + 2 * pad[1] - k[1]) / st[1] + 1};
     int64_t nx = xs[0] * xs[1] * xs[2] * xs[3], ny = os[0] * os[1] * os[2] * os[3];
-    float *x = malloc((size_t)nx * 4), *g = malloc((size_t)ny * 4), *xb = malloc((size_t)nx * 4);
-    float *gb = malloc((size_t)ny * 4), *yb = malloc((size_t)ny * 4), *dxb = malloc((size_t)nx * 4);
-    float *y = malloc((size_t)ny * 4), *dx = malloc((size_t)nx * 4);
+    size_t es = bf16 ? 2 : 4;
+    float *x = malloc((size_t)nx * 4), *g = malloc((size_t)ny * 4);
+    char *xh = malloc((size_t)nx * es), *gh = malloc((size_t)ny * es), *xb = malloc((size_t)nx * es);
+    char *gb = malloc((size_t)ny * es), *yb = malloc((size_t)ny * es), *dxb = malloc((size_t)nx * es);
+    char *y = malloc((size_t)ny * es), *dx = malloc((size_t)nx * es);
     for (int64_t i = 0; i < nx; i++) { /* ties (small integers), NaN, -inf and runs of -inf */
         int r = rnd(40);
         x[i] = r == 0 ? NAN : r < 8 ? -INFINITY : (float)(rnd(7) - 3);
@@ -249,26 +260,35 @@ static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out)
     for (int64_t i = 0; i < ny; i++) g[i] = (float)(rnd(1000) - 500) / 64.0f;
     exec_set_backend(1);
     lt_tensor *tx = h_f32(4, xs, x), *tg = h_f32(4, os, g);
+    if (bf16) {
+        lt_tensor *a = lt_to_dtype(tx, LT_BF16), *b = lt_to_dtype(tg, LT_BF16);
+        lt_free(tx), lt_free(tg);
+        tx = a, tg = b;
+    }
     lt_tensor *ty = lt_max_pool2d(tx, k, st, pad), *tdx = nn_max_pool2d_backward(tg, tx, k, st, pad);
     double *ry = h_read(ty), *rdx = h_read(tdx);
+    CHECK(lt_dtype_of(ty) == lt_dtype_of(tx) && lt_dtype_of(tdx) == lt_dtype_of(tx));
+    lt_to_host(tx, xh, (size_t)nx * es);
+    lt_to_host(tg, gh, (size_t)ny * es);
     exec_set_backend(-1);
     CHECK_NO_ERR();
-    to_blocked(x, xb, xs, 0);
-    to_blocked(g, gb, os, 0);
+    to_blocked(xh, xb, xs, es, 0);
+    to_blocked(gh, gb, os, es, 0);
     int64_t ia[6] = {k[0], k[1], st[0], st[1], pad[0], pad[1]};
     for (int level = 0; level <= 2; level++) {
         core_set_isa(level);
-        pool_blk_max(xs, os, ia, xb, yb);
-        pool_blk_max_bwd(xs, os, ia, gb, xb, dxb);
-        to_blocked(yb, y, os, 1);
-        to_blocked(dxb, dx, xs, 1);
+        pool_blk_max(xs, os, ia, bf16, xb, yb);
+        CHECK(pool_blk_max_bwd(xs, os, ia, bf16, gb, xb, dxb) == 0);
+        to_blocked(yb, y, os, es, 1);
+        to_blocked(dxb, dx, xs, es, 1);
         int64_t bad = 0;
-        for (int64_t i = 0; i < ny; i++) bad += !close_enough(ry[i], y[i], 0);
-        for (int64_t i = 0; i < nx; i++) bad += !close_enough(rdx[i], dx[i], 1e-6);
-        CHECK_MSG(bad == 0, "trial %d isa %d x(%lld,%lld,%lld,%lld) k%lldx%lld s%lld,%lld p%lld,%lld: %lld mismatches",
-                  trial, level, (long long)xs[0], (long long)xs[1], (long long)xs[2], (long long)xs[3],
-                  (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)pad[0],
-                  (long long)pad[1], (long long)bad);
+        for (int64_t i = 0; i < ny; i++) bad += !close_enough(ry[i], as_double(y, bf16, i), 0);
+        for (int64_t i = 0; i < nx; i++) bad += !close_enough(rdx[i], as_double(dx, bf16, i), bf16 ? 0 : 1e-6);
+        CHECK_MSG(bad == 0,
+                  "trial %d %s isa %d x(%lld,%lld,%lld,%lld) k%lldx%lld s%lld,%lld p%lld,%lld: %lld mismatches", trial,
+                  bf16 ? "bf16" : "f32", level, (long long)xs[0], (long long)xs[1], (long long)xs[2],
+                  (long long)xs[3], (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1],
+                  (long long)pad[0], (long long)pad[1], (long long)bad);
     }
     core_set_isa(-1);
     for (int64_t i = 0; i < ny; i++) {
@@ -276,14 +296,66 @@ static void maxpool_blocked_case(int trial, int64_t *nan_out, int64_t *ninf_out)
         *ninf_out += ry[i] == -INFINITY;
     }
     lt_free(tx), lt_free(tg), lt_free(ty), lt_free(tdx);
-    free(ry), free(rdx), free(x), free(g), free(xb), free(gb), free(yb), free(dxb), free(y), free(dx);
+    free(ry), free(rdx), free(x), free(g), free(xh), free(gh), free(xb), free(gb), free(yb), free(dxb), free(y),
+        free(dx);
 }
 
 TEST(maxpool_blocked_matches_reference) {
-    int64_t nan = 0, ninf = 0;
-    for (int t = 0; t < 40; t++) maxpool_blocked_case(t, &nan, &ninf);
-    CHECK_MSG(nan > 0 && ninf > 0, "the cases cover NaN (%lld) and all -inf (%lld) windows", (long long)nan,
-              (long long)ninf);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        int64_t nan = 0, ninf = 0;
+        for (int t = 0; t < 40; t++) maxpool_blocked_case(t, bf16, &nan, &ninf);
+        CHECK_MSG(nan > 0 && ninf > 0, "the %s cases cover NaN (%lld) and all -inf (%lld) windows",
+                  bf16 ? "bf16" : "f32", (long long)nan, (long long)ninf);
+    }
+}
+
+/* A stem under autocast, conv -> max pool -> conv, forward and backward:
+ * the pooling's values are bfloat16 and blocked (a conv on each side), so
+ * both max-pooling kernels run pool_blocked.c's bfloat16 loops and nothing
+ * falls back to the reference kernel. Compared like resnet_case_bf16: as
+ * close to the float32 reference as the bfloat16 reference is. */
+static int stem_run(int ref, int bf16, double **out, int64_t *len, double *fallbacks) {
+    exec_set_backend(ref);
+    lt_manual_seed(7);
+    int64_t xs[4] = {2, 3, 20, 20}, w1s[4] = {32, 3, 3, 3}, w2s[4] = {16, 32, 3, 3}, rs[4] = {2, 16, 5, 5};
+    int64_t s1[2] = {1, 1}, s2[2] = {2, 2}, p1[2] = {1, 1}, k3[2] = {3, 3}, dil[2] = {1, 1};
+    lt_tensor *x = lt_randn(LT_F32, 4, xs), *w1 = lt_randn(LT_F32, 4, w1s), *w2 = lt_randn(LT_F32, 4, w2s);
+    lt_tensor *r = lt_randn(LT_F32, 4, rs);
+    lt_set_requires_grad(w1, true);
+    lt_set_requires_grad(w2, true);
+    double f0 = lt_metric("FallbackOps");
+    if (bf16) lt_autocast_begin(LT_BF16);
+    lt_tensor *a = lt_conv2d(x, w1, NULL, s1, p1, dil, 1), *p = lt_max_pool2d(a, k3, s2, p1);
+    lt_tensor *b = lt_conv2d(p, w2, NULL, s2, p1, dil, 1);
+    if (bf16) lt_autocast_end();
+    lt_tensor *br = lt_mul(b, r), *loss = lt_sum(br, 0, NULL, false);
+    lt_free(a), lt_free(p), lt_free(br); /* a live handle would be a root, and roots stay plain */
+    CHECK(lt_backward(loss) == 0);
+    lt_mark_step();
+    CHECK_NO_ERR();
+    *fallbacks = lt_metric("FallbackOps") - f0;
+    lt_tensor *keep[3] = {b, lt_grad(w1), lt_grad(w2)};
+    for (int i = 0; i < 3; i++) {
+        out[i] = h_read(keep[i]);
+        len[i] = lt_numel(keep[i]);
+    }
+    lt_free(x), lt_free(w1), lt_free(w2), lt_free(r), lt_free(b), lt_free(loss);
+    exec_set_backend(-1);
+    return 3;
+}
+
+TEST(bf16_maxpool_stem_blocked) {
+    double *t[3], *r[3], *c[3], fb;
+    int64_t nt[3], nr[3], nc[3];
+    stem_run(1, 0, t, nt, &fb), stem_run(1, 1, r, nr, &fb), stem_run(0, 1, c, nc, &fb);
+    CHECK_MSG(fb == 0, "%.0f kernels of the cpu's bf16 step fell back to the reference", fb);
+    for (int i = 0; i < 3; i++) {
+        CHECK(nt[i] == nr[i] && nt[i] == nc[i]);
+        double er = rel_err(t[i], r[i], nt[i]), ec = rel_err(t[i], c[i], nt[i]);
+        CHECK_MSG(ec <= 2 * er + 1e-2, "stem output %d: cpu %.3g, reference %.3g from float32", i, ec, er);
+        printf("  stem output %d: error from float32: cpu %.3g, reference %.3g\n", i, ec, er);
+        free(t[i]), free(r[i]), free(c[i]);
+    }
 }
 
 int main(void) {
@@ -293,5 +365,6 @@ int main(void) {
     RUN(resnet50_eval_backward_matches_reference);
     RUN(blocked_values_meet_plain_consumers);
     RUN(maxpool_blocked_matches_reference);
+    RUN(bf16_maxpool_stem_blocked);
     return h_report();
 }

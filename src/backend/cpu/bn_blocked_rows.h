@@ -1,9 +1,7 @@
 /* The per-run loops of bn_blocked.c for one activation type A (float, or
- * uint16_t holding bfloat16), included twice per instruction set by
- * bn_blocked_body.h with LDV(p) (16 activations at p as a v16), STV(p, v)
- * (stores v, rounded to A), RNDV(t) (rounds the v16 t to A in place) and
- * BT(name) naming the copy. The math is float32 either way. Not a normal
- * header (no include guard, on purpose). */
+ * uint16_t holding bfloat16), instantiated per instruction set by
+ * bn_blocked_body.h through blk_typed.h (which defines A, LDV, STV, RNDV
+ * and BT). Not a normal header (no include guard, on purpose). */
 
 /* One run of 16 channels: acc[i] += sum(a - m), acc[16 + i] += sum((a - m) * (b - m2)). */
 static void BT(run_sums)(const void *a, const void *b, const float *m, const float *m2, int64_t inner, double *acc) {

@@ -170,6 +170,10 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
  * of their shape) all float32 or all bfloat16 (autocast's mixed batch
  * norm), everything else float32. */
 int cpu_bn_ok(const exec_graph *g, const gnode *y);
+/* Does y run on the max-pooling kernels here (plain in nn_fast.c, blocked
+ * in pool_blocked.c)? A MAX_POOL2D or its backward with every operand and
+ * the output float32, or all bfloat16. */
+int cpu_maxpool_ok(const exec_graph *g, const gnode *y);
 /* The two fused batch-norm kernels, on float32 or bfloat16 activations.
  * K_BN_ACT: y the BN_APPLY node, res the residual (of x's dtype) or NULL;
  * out = relu(bn + res). */
@@ -195,11 +199,13 @@ void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const f
                 double eps, void *dx, float *sums);
 
 /* Max pooling on channel-blocked (N, C, H, W) values, C a multiple of 16
- * (pool_blocked.c): y (N, C, oH, oW) from x, or dx from g (the shape of y)
- * and x. ia [kH, kW, sH, sW, pH, pW]. */
-void pool_blk_max(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *x, float *y);
-void pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *g, const float *x,
-                      float *dx);
+ * (pool_blocked.c), float32 or (bf16) bfloat16 activations: y (N, C, oH,
+ * oW) from x, or dx from g (the shape of y) and x. ia [kH, kW, sH, sW, pH,
+ * pW]. The backward returns -1 when out of memory (bfloat16 sums in float
+ * scratch), else 0. */
+void pool_blk_max(const int64_t *xs, const int64_t *os, const int64_t *ia, int bf16, const void *x, void *y);
+int pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, int bf16, const void *g, const void *x,
+                     void *dx);
 
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */

@@ -40,11 +40,6 @@ static int conv_acts(const exec_graph *g, const gnode *y, int acts[2]) {
     }
 }
 
-/* Max pooling (pool_blocked.c, float32): x and y, or g, x and dx, share one layout. */
-static int is_maxpool(const gnode *y) {
-    return (y->op == LT_OP_MAX_POOL2D || y->op == LT_OP_MAX_POOL2D_BWD) && y->dtype == LT_F32;
-}
-
 /* A fused group on which the layout does not matter: every load and store
  * has the group's shape (or is one scalar). */
 static int fused_any_layout(const exec_graph *g, const kernel *kn) {
@@ -86,7 +81,7 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
          * statistics and parameters are 1-D/2-D. Other dtype mixes run the
          * reference kernel: plain. */
         int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD || kn->kind == K_BN_ACT) && cpu_bn_ok(g, y);
-        int pool = kn->kind == K_REF && is_maxpool(y);
+        int pool = kn->kind == K_REF && cpu_maxpool_ok(g, y); /* x and y, or g, x and dx: one layout */
         if (bn || pool || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
             int32_t first = -1;
             for (int i = 0; i < kn->nread; i++) {
@@ -130,7 +125,7 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
         for (int j = 0; j < nk; j++) { /* batch norm's and max pooling's loops follow the layout of their class */
             const gnode *y = &g->nodes[k[j].node];
             if ((cpu_bn_ok(g, y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD || k[j].kind == K_BN_ACT)) ||
-                (is_maxpool(y) && k[j].kind == K_REF))
+                (cpu_maxpool_ok(g, y) && k[j].kind == K_REF))
                 k[j].blocked = blk[k[j].read[0]];
         }
         rc = 0;

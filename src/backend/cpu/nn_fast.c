@@ -1,4 +1,4 @@
-/* Fast float32 C kernels (batch norm: also bfloat16 activations) for the NN ops whose IR split does not map onto a
+/* Fast float32 C kernels (batch norm, max pooling: also bfloat16 activations) for the NN ops whose IR split does not map onto a
  * oneDNN primitive (DESIGN 6): max pooling (oneDNN's backward wants the
  * forward's workspace, so we recompute the argmax, as the reference does;
  * oneDNN's forward drops NaNs, PyTorch's propagates them; the blocked-layout
@@ -14,9 +14,14 @@
 
 /* ---- pooling ---- */
 
+/* Element i of a float32 or (bf16) bfloat16 array. */
+static inline float ld_act(const void *p, int bf16, int64_t i) {
+    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
 /* The first maximum in row-major order, a NaN wins: ref_nn_pool.c's rule.
- * ia [kH, kW, sH, sW, pH, pW]. */
-static int64_t argmax_win(const float *x, const int64_t *ia, int64_t H, int64_t W, int64_t oh, int64_t ow) {
+ * x: one plane; ia [kH, kW, sH, sW, pH, pW]. */
+static int64_t argmax_win(const void *x, int bf16, const int64_t *ia, int64_t H, int64_t W, int64_t oh, int64_t ow) {
     int64_t h0 = oh * ia[2] - ia[4], w0 = ow * ia[3] - ia[5], h1 = h0 + ia[0], w1 = w0 + ia[1];
     if (h0 < 0) h0 = 0;
     if (w0 < 0) w0 = 0;
@@ -26,7 +31,7 @@ static int64_t argmax_win(const float *x, const int64_t *ia, int64_t H, int64_t 
     float mx = -INFINITY;
     for (int64_t h = h0; h < h1; h++)
         for (int64_t w = w0; w < w1; w++) {
-            float v = x[h * W + w];
+            float v = ld_act(x, bf16, h * W + w);
             if (v > mx || v != v) {
                 mx = v;
                 best = h * W + w;
@@ -35,26 +40,40 @@ static int64_t argmax_win(const float *x, const int64_t *ia, int64_t H, int64_t 
     return best;
 }
 
-/* MAX_POOL2D (x) -> (N, C, oH, oW), or MAX_POOL2D_BWD (g, x) -> dx (N, C, H, W). */
-static void max_pool(const gnode *y, const int64_t *xs, const int64_t *os, void *const *in, float *out) {
-    int bwd = y->op == LT_OP_MAX_POOL2D_BWD;
-    const float *x = in[bwd], *g = in[0];
+/* MAX_POOL2D (x) -> (N, C, oH, oW), or MAX_POOL2D_BWD (g, x) -> dx (N, C, H, W);
+ * float32 or bfloat16 throughout (the backward sums in float, rounding each
+ * sum once, as the reference does). -1: out of memory. */
+static int max_pool(const gnode *y, const int64_t *xs, const int64_t *os, void *const *in, void *out) {
+    int bwd = y->op == LT_OP_MAX_POOL2D_BWD, bf16 = y->dtype == LT_BF16;
+    const char *x = in[bwd];
+    const void *g = in[0];
     int64_t H = xs[2], W = xs[3], oH = os[2], oW = os[3], planes = xs[0] * xs[1];
+    size_t es = bf16 ? 2 : 4;
+    float *acc = bwd && bf16 ? core_malloc((size_t)NUM_THREADS() * (size_t)(H * W) * sizeof *acc) : NULL;
+    if (bwd && bf16 && !acc) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < planes; p++) {
-        const float *xp = x + p * H * W;
+        const char *xp = x + (size_t)(p * H * W) * es;
         if (bwd) {
-            float *dp = out + p * H * W;
-            const float *gp = g + p * oH * oW;
+            float *dp = acc ? acc + (size_t)THREAD_NUM() * (size_t)(H * W) : (float *)out + p * H * W;
             memset(dp, 0, (size_t)(H * W) * sizeof *dp);
             for (int64_t oh = 0; oh < oH; oh++)
-                for (int64_t ow = 0; ow < oW; ow++) dp[argmax_win(xp, y->ia, H, W, oh, ow)] += gp[oh * oW + ow];
+                for (int64_t ow = 0; ow < oW; ow++)
+                    dp[argmax_win(xp, bf16, y->ia, H, W, oh, ow)] += ld_act(g, bf16, (p * oH + oh) * oW + ow);
+            if (acc)
+                for (int64_t i = 0; i < H * W; i++) ((uint16_t *)out)[p * H * W + i] = bf16_from_f32(dp[i]);
         } else {
-            float *yp = out + p * oH * oW;
             for (int64_t oh = 0; oh < oH; oh++)
-                for (int64_t ow = 0; ow < oW; ow++) yp[oh * oW + ow] = xp[argmax_win(xp, y->ia, H, W, oh, ow)];
+                for (int64_t ow = 0; ow < oW; ow++) {
+                    float v = ld_act(xp, bf16, argmax_win(xp, bf16, y->ia, H, W, oh, ow));
+                    int64_t o = (p * oH + oh) * oW + ow;
+                    if (bf16) ((uint16_t *)out)[o] = bf16_from_f32(v);
+                    else ((float *)out)[o] = v;
+                }
         }
     }
+    core_free(acc);
+    return 0;
 }
 
 /* PyTorch's adaptive window of output cell o: [floor(o*I/O), ceil((o+1)*I/O)). */
@@ -181,23 +200,31 @@ int cpu_bn_ok(const exec_graph *g, const gnode *y) {
     return y->dtype == (out_act ? act : LT_F32);
 }
 
+int cpu_maxpool_ok(const exec_graph *g, const gnode *y) {
+    if (y->op != LT_OP_MAX_POOL2D && y->op != LT_OP_MAX_POOL2D_BWD) return 0;
+    if (y->dtype != LT_F32 && y->dtype != LT_BF16) return 0;
+    for (int i = 0; i < y->nin; i++)
+        if (g->nodes[y->in[i]].dtype != y->dtype) return 0;
+    return 1;
+}
+
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
     if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
-    if (!cpu_bn_ok(g, y)) { /* else batch norm of float32 or bfloat16 activations */
+    if (!cpu_bn_ok(g, y) && !cpu_maxpool_ok(g, y)) { /* else float32 or bfloat16 activations */
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
             if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
     }
+    int bf16 = y->dtype == LT_BF16;
     switch ((enum lt_op)y->op) {
     case LT_OP_MAX_POOL2D:
-        if (blocked) pool_blk_max(a0->shape, y->shape, y->ia, in[0], out);
-        else max_pool(y, a0->shape, y->shape, in, out);
+        if (!blocked) return max_pool(y, a0->shape, y->shape, in, out);
+        pool_blk_max(a0->shape, y->shape, y->ia, bf16, in[0], out);
         return 0;
     case LT_OP_MAX_POOL2D_BWD:
-        if (blocked) pool_blk_max_bwd(y->shape, a0->shape, y->ia, in[0], in[1], out);
-        else max_pool(y, y->shape, a0->shape, in, out);
-        return 0;
+        if (blocked) return pool_blk_max_bwd(y->shape, a0->shape, y->ia, bf16, in[0], in[1], out);
+        return max_pool(y, y->shape, a0->shape, in, out);
     case LT_OP_ADAPTIVE_AVG_POOL2D: adaptive_avg(y, a0->shape, y->shape, in[0], out); return 0;
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;

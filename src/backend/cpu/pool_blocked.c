@@ -5,7 +5,9 @@
  * window's argmax from x (the IR's MAX_POOL2D_BWD reads g and x, no index
  * tensor) and adds the gradient there under a lane mask. Same rule as
  * ref_nn_pool.c and PyTorch: first maximum, a NaN wins, padding is never a
- * candidate. (The plain NCHW loops are in nn_fast.c.) */
+ * candidate. Activations are float32 or bfloat16 (widened on load, exact
+ * for a maximum; the backward sums gradients in float and rounds each
+ * once). (The plain NCHW loops are in nn_fast.c.) */
 #include "cpu.h"
 
 #include "simd.h"
@@ -30,23 +32,26 @@ static inline pool_win pool_window(const pool_geom *q, int64_t oh, int64_t ow) {
     return r;
 }
 
+/* The loops over one plane (pool_blocked_rows.h); activation pointers are
+ * float * or bfloat16's uint16_t *, as the table; acc: the backward's float
+ * sums (dx itself for float). */
 typedef struct pool_rows {
-    void (*fwd)(const float *xp, float *yp, const pool_geom *q);
-    void (*bwd)(const float *gp, const float *xp, float *dp, const pool_geom *q);
+    void (*fwd)(const void *xp, void *yp, const pool_geom *q);
+    void (*bwd)(const void *gp, const void *xp, void *dp, float *acc, const pool_geom *q);
 } pool_rows;
 
 #define ISA_EACH "pool_blocked_body.h"
 #include "isa_copies.h"
 
-static const pool_rows *rows(void) {
+static const pool_rows *rows(int bf16) {
 #ifdef HAVE_ISA
     switch (core_isa()) {
-    case 2: return &pool_rows_avx512;
-    case 1: return &pool_rows_avx2;
+    case 2: return &pool_rows_avx512[bf16];
+    case 1: return &pool_rows_avx2[bf16];
     default: break;
     }
 #endif
-    return &pool_rows_base;
+    return &pool_rows_base[bf16];
 }
 
 /* xs (N, C, H, W), os (N, C, oH, oW); ia [kH, kW, sH, sW, pH, pW]. */
@@ -54,19 +59,30 @@ static pool_geom geom(const int64_t *xs, const int64_t *os, const int64_t *ia) {
     return (pool_geom){xs[2], xs[3], os[2], os[3], ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]};
 }
 
-void pool_blk_max(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *x, float *y) {
+void pool_blk_max(const int64_t *xs, const int64_t *os, const int64_t *ia, int bf16, const void *x, void *y) {
     pool_geom q = geom(xs, os, ia);
-    const pool_rows *r = rows();
-    int64_t planes = xs[0] * (xs[1] / 16), xn = q.H * q.W * 16, yn = q.oH * q.oW * 16;
+    const pool_rows *r = rows(bf16);
+    size_t es = bf16 ? 2 : 4, xn = (size_t)(q.H * q.W * 16) * es, yn = (size_t)(q.oH * q.oW * 16) * es;
+    int64_t planes = xs[0] * (xs[1] / 16);
 #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < planes; p++) r->fwd(x + p * xn, y + p * yn, &q);
+    for (int64_t p = 0; p < planes; p++) r->fwd((const char *)x + p * xn, (char *)y + p * yn, &q);
 }
 
-void pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, const float *g, const float *x,
-                      float *dx) {
+int pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, int bf16, const void *g, const void *x,
+                     void *dx) {
     pool_geom q = geom(xs, os, ia);
-    const pool_rows *r = rows();
-    int64_t planes = xs[0] * (xs[1] / 16), xn = q.H * q.W * 16, gn = q.oH * q.oW * 16;
+    const pool_rows *r = rows(bf16);
+    size_t es = bf16 ? 2 : 4, xn = (size_t)(q.H * q.W * 16) * es, gn = (size_t)(q.oH * q.oW * 16) * es;
+    int64_t planes = xs[0] * (xs[1] / 16);
+    /* bfloat16: one float plane of sums per thread */
+    float *acc = bf16 ? core_malloc((size_t)NUM_THREADS() * (size_t)(q.H * q.W * 16) * sizeof *acc) : NULL;
+    if (bf16 && !acc) return -1;
 #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < planes; p++) r->bwd(g + p * gn, x + p * xn, dx + p * xn, &q);
+    for (int64_t p = 0; p < planes; p++) {
+        char *dp = (char *)dx + p * xn;
+        r->bwd((const char *)g + p * gn, (const char *)x + p * xn, dp,
+               acc ? acc + (size_t)THREAD_NUM() * (size_t)(q.H * q.W * 16) : (float *)dp, &q);
+    }
+    core_free(acc);
+    return 0;
 }

@@ -1,0 +1,56 @@
+/* Instantiates the loops of ROWS (a header name) over channel-blocked
+ * activations (nChw16c, layout.c) for both types a blocked value can have:
+ * float, and uint16_t holding bfloat16 (autocast's activations). Included
+ * once per instruction set by a *_body.h (through isa_copies.h, ISA_SUF the
+ * suffix). In ROWS, A is the type, LDV(p) the 16 activations at p as a v16,
+ * STV(p, v) stores v rounded to A, RNDV(t) rounds the v16 t to A in place,
+ * and BT(name) names the copy (name, ISA_SUF, then _f32 or _bf16). The math
+ * is float32 either way. Not a normal header (no include guard, on
+ * purpose). */
+#define BF16_BITS CAT3(bf16_bits, ISA_SUF, )
+
+/* The bfloat16 bits of each lane of *f, as bf16_from_f32 (core.h): round
+ * to nearest even, a NaN stays a quiet NaN. (Vectors go by pointer: the
+ * baseline copy may not pass a 64-byte vector by value.) */
+static inline void BF16_BITS(const v16 *f, vu16 *bits) {
+    vu16 u = (vu16)*f, nan = (vu16)((u & 0x7fffffffu) > 0x7f800000u);
+    *bits = (((u >> 16) | 0x40u) & nan) | (((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) & ~nan);
+}
+
+#define A float
+#define LDV(p) V16(p)
+#define STV(p, v) (V16(p) = (v))
+#define RNDV(t) (void)0
+#define BT(x) CAT3(x, ISA_SUF, _f32)
+#include ROWS
+#undef A
+#undef LDV
+#undef STV
+#undef RNDV
+#undef BT
+
+/* Widening is exact: a bfloat16 is a float's top half. */
+#define A uint16_t
+#define LDV(p) ((v16)(__builtin_convertvector(*(const vh16 *)(p), vu16) << 16))
+#define STV(p, v)                                                                                                      \
+    do {                                                                                                               \
+        v16 v_ = (v);                                                                                                  \
+        vu16 b_;                                                                                                       \
+        BF16_BITS(&v_, &b_);                                                                                           \
+        *(vh16 *)(p) = __builtin_convertvector(b_, vh16);                                                              \
+    } while (0)
+#define RNDV(t)                                                                                                        \
+    do {                                                                                                               \
+        vu16 b_;                                                                                                       \
+        BF16_BITS(&(t), &b_);                                                                                          \
+        (t) = (v16)(b_ << 16);                                                                                         \
+    } while (0)
+#define BT(x) CAT3(x, ISA_SUF, _bf16)
+#include ROWS
+#undef A
+#undef LDV
+#undef STV
+#undef RNDV
+#undef BT
+
+#undef BF16_BITS
