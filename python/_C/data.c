@@ -27,9 +27,16 @@ static PyObject *ds_info(PyObject *self, PyObject *u) {
     if (lt_dataset_info(((dataset_obj *)self)->d, &c, &h, &w, &k)) return ltpy_raise();
     return Py_BuildValue("(iiii)", c, h, w, k);
 }
+static PyObject *ds_class_name(PyObject *self, PyObject *args) {
+    int i;
+    if (!PyArg_ParseTuple(args, "i", &i)) return NULL;
+    const char *name = lt_dataset_class_name(((dataset_obj *)self)->d, i);
+    return name ? PyUnicode_DecodeFSDefault(name) : ltpy_raise();
+}
 static PyMethodDef dataset_methods[] = {
     {"size", ds_size, METH_NOARGS, NULL},
     {"info", ds_info, METH_NOARGS, "(channels, height, width, classes)"},
+    {"class_name", ds_class_name, METH_VARARGS, "class_name(i): an image folder's class i (its folder's name)"},
     {NULL, NULL, 0, NULL},
 };
 static PyTypeObject dataset_type = {
@@ -68,6 +75,47 @@ static PyObject *f_dataset_fake(PyObject *m, PyObject *args) {
     return wrap_dataset(lt_dataset_fake(n, c, hw, k, seed));
 }
 
+/* mean / std: None keeps the defaults; otherwise `channels` numbers (the C
+ * API checks channels itself: other counts are left to it). */
+static int channel_floats(PyObject *seq, int channels, float *out, const char *what) {
+    if (seq == Py_None || (channels != 1 && channels != 3)) return 0;
+    PyObject *f = PySequence_Fast(seq, "imagefolder: mean and std must be sequences of numbers");
+    if (!f) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    if (n != channels) {
+        PyErr_Format(PyExc_ValueError, "ImageFolder: %s has %zd values for %d channels", what, n, channels);
+        Py_DECREF(f);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+        out[i] = (float)v;
+    }
+    Py_DECREF(f);
+    return 0;
+}
+
+/* dataset_imagefolder(dir, split, image_size, channels, resize, mean, std,
+ * workers, prefetch, fail_bad); workers < 0: one per core. */
+static PyObject *f_dataset_imagefolder(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *dir, *split;
+    PyObject *mean, *std;
+    int workers, fail_bad;
+    lt_imagefolder_opts o = lt_imagefolder_defaults();
+    if (!PyArg_ParseTuple(args, "ssiiiOOiip", &dir, &split, &o.image_size, &o.channels, &o.resize, &mean, &std,
+                          &workers, &o.prefetch, &fail_bad))
+        return NULL;
+    if (channel_floats(mean, o.channels, o.mean, "mean") || channel_floats(std, o.channels, o.std, "std")) return NULL;
+    if (workers >= 0) o.workers = workers;
+    o.fail_bad = fail_bad;
+    return wrap_dataset(lt_dataset_imagefolder(dir, split, &o));
+}
+
 static void loader_dealloc(PyObject *self) {
     loader_obj *o = (loader_obj *)self;
     lt_loader_free(o->l);
@@ -96,8 +144,13 @@ static PyObject *ld_batch_size(PyObject *self, PyObject *u) {
     (void)u;
     return PyLong_FromLongLong(lt_loader_batch_size(((loader_obj *)self)->l));
 }
+static PyObject *ld_skipped(PyObject *self, PyObject *u) {
+    (void)u;
+    return PyLong_FromLongLong(lt_loader_skipped(((loader_obj *)self)->l));
+}
 static PyMethodDef loader_methods[] = {
     {"batch", ld_batch, METH_VARARGS, "batch(epoch, b) -> (x, y)"},
+    {"skipped", ld_skipped, METH_NOARGS, "broken image files skipped so far"},
     {"num_batches", ld_num_batches, METH_NOARGS, NULL},
     {"batch_size", ld_batch_size, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -135,6 +188,7 @@ static PyObject *f_loader(PyObject *m, PyObject *args) {
 static PyMethodDef data_methods[] = {
     {"dataset_fashion_mnist", f_dataset_fashion, METH_VARARGS, NULL},
     {"dataset_fake", f_dataset_fake, METH_VARARGS, NULL},
+    {"dataset_imagefolder", f_dataset_imagefolder, METH_VARARGS, NULL},
     {"loader", f_loader, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

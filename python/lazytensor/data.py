@@ -1,4 +1,6 @@
 """The C library's datasets as batch iterators (the batches `lazytensor train` sees)."""
+import os
+
 from . import _C
 
 
@@ -17,6 +19,33 @@ class FakeData:
 
     def __init__(self, size=60000, channels=1, image_size=28, num_classes=10, seed=0):
         self._c = _C.dataset_fake(size, channels, image_size, num_classes, seed)
+
+    def __len__(self):
+        return self._c.size()
+
+
+class ImageFolder:
+    """An image folder in torchvision's ImageFolder layout, ``root/<split>/<class>/<image>``
+    (.jpg, .jpeg, .png; class index = the class folder's place in sorted order, as in
+    ``classes``), decoded and transformed in C as torchvision does. A DataLoader with
+    ``augment=True`` runs RandomResizedCrop(image_size) + RandomHorizontalFlip; without
+    it Resize(resize) + CenterCrop(image_size) (``resize=0``: crop only; default
+    image_size * 256 // 224); then ToTensor and Normalize(mean, std) (default ImageNet's;
+    give both for ``channels=1``, which takes PIL's luma). Its loaders decode in ``workers``
+    threads (default one per core) up to ``prefetch`` batches ahead. A broken file is
+    skipped with a warning naming it and counted (``DataLoader.skipped``) unless
+    ``bad_images="fail"``, which raises instead."""
+
+    def __init__(self, root, split="train", image_size=224, channels=3, resize=None, mean=None, std=None,
+                 workers=None, prefetch=2, bad_images="skip"):
+        if bad_images not in ("skip", "fail"):
+            raise ValueError(f"ImageFolder: bad_images must be 'skip' or 'fail', not {bad_images!r}")
+        if resize is None:
+            resize = image_size * 256 // 224
+        self._c = _C.dataset_imagefolder(os.fspath(root), split, image_size, channels, resize, mean, std,
+                                         -1 if workers is None else workers, prefetch, bad_images == "fail")
+        self.classes = [self._c.class_name(i) for i in range(self._c.info()[3])]
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
     def __len__(self):
         return self._c.size()
@@ -42,6 +71,11 @@ class DataLoader:
 
     def batch(self, epoch, b):
         return self._c.batch(epoch, b)
+
+    @property
+    def skipped(self):
+        """Broken image files this loader skipped so far (an ImageFolder's; 0 otherwise)."""
+        return self._c.skipped()
 
     def __iter__(self):
         epoch = self.epoch

@@ -102,7 +102,8 @@ static int64_t load_sample(data_floader *l, img_work *w, int64_t epoch, int64_t 
             pthread_mutex_lock(&l->mu);
             if (!atomic_exchange(&l->bad[cur], 1)) {
                 l->skipped++;
-                if (l->cfg.warn) fprintf(l->cfg.warn, "lazytensor: skipping %s: %s\n", f->paths[cur], msg);
+                if (l->cfg.warn && !l->cfg.fail_bad) /* failing: the error names the file */
+                    fprintf(l->cfg.warn, "lazytensor: skipping %s: %s\n", f->paths[cur], msg);
             }
             pthread_mutex_unlock(&l->mu);
             if (l->cfg.fail_bad) {
