@@ -358,6 +358,104 @@ TEST(bf16_maxpool_stem_blocked) {
     }
 }
 
+/* ---- batch norm's backward with ReLU's mask (+ the gradient add) before
+ * it, on blocked activations (bn_blk_bwd with a bn_grad), every ISA copy,
+ * float32 and bfloat16, against the reference backend on plain NCHW:
+ * inf and NaN gradients where the relu's output is <= 0 (exactly 0 after
+ * the mask, as PyTorch's threshold_backward), NaN outputs (the gradient
+ * passes), the masked gradient written out or not ---- */
+
+/* n random values: a gradient or a relu output, with -0, 0 and (where
+ * `masked` is given, at its <= 0 elements) inf / NaN one time in three. */
+static void poison_fill(float *v, int64_t n, const float *masked, int relu_out) {
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = (float)(rnd(2001) - 1000) / 256.0f;
+        if (relu_out && rnd(4) == 0) v[i] = rnd(2) ? 0.0f : -0.0f;
+        if (relu_out && rnd(40) == 0) v[i] = NAN;
+        if (masked && masked[i] <= 0 && rnd(3) == 0) v[i] = rnd(3) == 0 ? NAN : rnd(2) ? INFINITY : -INFINITY;
+    }
+}
+
+static lt_tensor *h_act(const float *v, int bf16, const int64_t *xs) {
+    if (!bf16) return h_f32(4, xs, v);
+    int64_t n = xs[0] * xs[1] * xs[2] * xs[3];
+    uint16_t *h = malloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++) h[i] = bf16_from_f32(v[i]);
+    lt_tensor *t = lt_from_data(h, LT_BF16, 4, xs);
+    free(h);
+    return t;
+}
+
+static void bn_relu_bwd_blocked_case(int trial, int bf16) {
+    int64_t xs[4] = {2 + rnd(2), 16 * (1 + rnd(2)), 1 + rnd(5), 1 + rnd(5)}, C = xs[1], cs[1] = {C};
+    int64_t n = xs[0] * xs[1] * xs[2] * xs[3];
+    size_t es = bf16 ? 2 : 4;
+    float *x = malloc((size_t)n * 4), *o = malloc((size_t)n * 4), *a = malloc((size_t)n * 4),
+          *b = malloc((size_t)n * 4), *w = malloc((size_t)C * 4);
+    poison_fill(x, n, NULL, 0);
+    poison_fill(o, n, NULL, 1);
+    poison_fill(a, n, o, 0);
+    poison_fill(b, n, o, 0);
+    for (int64_t c = 0; c < C; c++) w[c] = (float)(rnd(200) + 1) / 100.0f;
+    int res = trial % 2;
+    exec_set_backend(1);
+    lt_tensor *tx = h_act(x, bf16, xs), *to = h_act(o, bf16, xs), *ta = h_act(a, bf16, xs), *tb = h_act(b, bf16, xs);
+    lt_tensor *tw = h_f32(1, cs, w), *stats = NULL;
+    lt_tensor *y = nn_batch_norm(tx, tw, NULL, NULL, NULL, true, 0.1, 1e-5, &stats);
+    lt_tensor *z = lt_full(0.0, bf16 ? LT_BF16 : LT_F32, 0, NULL), *le = lt_le(to, z);
+    lt_tensor *sum = res ? lt_add(ta, tb) : NULL, *gm = lt_where(le, z, sum ? sum : ta);
+    lt_tensor *dx = nn_batch_norm_backward_input(gm, tx, tw, stats, NULL, NULL, 1e-5);
+    lt_tensor *dwb = nn_batch_norm_backward_params(gm, tx, stats, NULL, NULL, 1e-5);
+    double *rdx = h_read(dx), *rsums = h_read(dwb), *rgm = h_read(gm), *rst = h_read(stats);
+    exec_set_backend(-1);
+    CHECK_NO_ERR();
+    /* the activations as the cpu backend holds them: blocked, of the type */
+    void *hx = malloc((size_t)n * es), *ho = malloc((size_t)n * es), *ha = malloc((size_t)n * es);
+    void *hb = malloc((size_t)n * es), *bx = malloc((size_t)n * es), *bo = malloc((size_t)n * es);
+    void *ba = malloc((size_t)n * es), *bb = malloc((size_t)n * es), *bgm = malloc((size_t)n * es);
+    void *bdx = malloc((size_t)n * es), *pdx = malloc((size_t)n * es), *pgm = malloc((size_t)n * es);
+    float *srcs[4] = {x, o, a, b};
+    void *hs[4] = {hx, ho, ha, hb}, *bs[4] = {bx, bo, ba, bb};
+    for (int k = 0; k < 4; k++) {
+        for (int64_t i = 0; i < n; i++)
+            if (bf16) ((uint16_t *)hs[k])[i] = bf16_from_f32(srcs[k][i]);
+            else ((float *)hs[k])[i] = srcs[k][i];
+        to_blocked(hs[k], bs[k], xs, es, 0);
+    }
+    float *m = malloc((size_t)C * 4), *v = malloc((size_t)C * 4), *sums = malloc((size_t)C * 8);
+    for (int64_t c = 0; c < C; c++) m[c] = (float)rst[c], v[c] = (float)rst[C + c];
+    bn_geom geom = {xs[0], C, xs[2] * xs[3], bf16};
+    double tol = bf16 ? 1e-2 : 1e-4;
+    for (int level = 0; level <= 2; level++)
+        for (int keep = 0; keep < 2; keep++) {
+            cpu_set_isa(level);
+            bn_grad gr = {ba, res ? bb : NULL, bo, keep ? bgm : NULL};
+            bn_blk_bwd(geom, gr, bx, m, v, w, 1, 1e-5, bdx, sums);
+            to_blocked(bdx, pdx, xs, es, 1);
+            to_blocked(bgm, pgm, xs, es, 1);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double d = bf16 ? bf16_to_f32(((uint16_t *)pdx)[i]) : ((float *)pdx)[i];
+                double gv = bf16 ? bf16_to_f32(((uint16_t *)pgm)[i]) : ((float *)pgm)[i];
+                bad += !close_enough(rdx[i], d, tol) + (keep && !close_enough(rgm[i], gv, 0));
+            }
+            for (int64_t c = 0; c < 2 * C; c++) bad += !close_enough(rsums[c], sums[c], 1e-4);
+            CHECK_MSG(bad == 0, "trial %d %s isa %d%s%s x(%lld,%lld,%lld,%lld): %lld mismatches", trial,
+                      bf16 ? "bf16" : "f32", level, res ? " + add" : "", keep ? " kept" : "", (long long)xs[0],
+                      (long long)xs[1], (long long)xs[2], (long long)xs[3], (long long)bad);
+        }
+    cpu_set_isa(-1);
+    lt_free(tx), lt_free(to), lt_free(ta), lt_free(tb), lt_free(tw), lt_free(stats), lt_free(y), lt_free(z);
+    lt_free(le), lt_free(sum), lt_free(gm), lt_free(dx), lt_free(dwb);
+    free(rdx), free(rsums), free(rgm), free(rst), free(x), free(o), free(a), free(b), free(w), free(m), free(v);
+    free(sums), free(hx), free(ho), free(ha), free(hb), free(bx), free(bo), free(ba), free(bb), free(bgm), free(bdx);
+    free(pdx), free(pgm);
+}
+
+TEST(bn_relu_backward_blocked_matches_reference) {
+    for (int t = 0; t < 12; t++) bn_relu_bwd_blocked_case(t, t % 3 == 2);
+}
+
 int main(void) {
     RUN(resnet20_step_matches_reference);
     RUN(resnet20_eval_matches_reference);
@@ -366,5 +464,6 @@ int main(void) {
     RUN(blocked_values_meet_plain_consumers);
     RUN(maxpool_blocked_matches_reference);
     RUN(bf16_maxpool_stem_blocked);
+    RUN(bn_relu_backward_blocked_matches_reference);
     return h_report();
 }

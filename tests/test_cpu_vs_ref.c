@@ -489,7 +489,9 @@ typedef struct nctx {
     int64_t st[2], pad[2], dil[2], k[2], groups, xs[4], ws[4];
     int training, temps; /* temps: batch norm reads computed x and g */
     double eps2;         /* BN_PAIR: the weight gradient's eps */
-    int res;             /* BN_ACT: add g before the relu */
+    int res;             /* BN_ACT: add g before the relu; BN_RELU_BWD: add g2 to g */
+    lt_tensor *o, *g2;   /* BN_RELU_BWD: the relu's output, the residual branch's gradient */
+    int keep_g;          /* BN_RELU_BWD: the masked gradient is an output too */
 } nctx;
 
 /* Not an op: dx and the weight/bias gradients of one batch norm in one
@@ -499,6 +501,10 @@ typedef struct nctx {
 /* Not an op: relu(batch_norm(x)) or relu(batch_norm(x) + g), which the cpu
  * backend runs as one kernel (K_BN_ACT, fuse.c). */
 #define BN_ACT (-3)
+/* Not an op: batch norm's backward (dx and the parameters' gradients) of
+ * ReLU's backward where(o <= 0, 0, g [+ g2]), which the cpu backend
+ * computes in one kernel (K_BN_BWD with its ReLU prologue, fuse.c). */
+#define BN_RELU_BWD (-4)
 
 static lt_tensor *make_nn(void *p) {
     nctx *c = p;
@@ -519,6 +525,18 @@ static lt_tensor *make_nn(void *p) {
         lt_tensor *dwb = nn_batch_norm_backward_params(c->g, c->x, stats, NULL, NULL, c->eps2);
         lt_tensor *parts[2] = {lt_flatten(dx, 0, -1), lt_flatten(dwb, 0, -1)}, *r = lt_cat(2, parts, 0);
         lt_free(y), lt_free(stats), lt_free(dx), lt_free(dwb), lt_free(parts[0]), lt_free(parts[1]);
+        return r;
+    }
+    case BN_RELU_BWD: {
+        lt_tensor *stats = NULL, *y = nn_batch_norm(c->x, c->w, c->b, NULL, NULL, true, 0.1, 1e-5, &stats);
+        lt_tensor *z = lt_full(0.0, lt_dtype_of(c->o), 0, NULL), *le = lt_le(c->o, z);
+        lt_tensor *s = c->res ? lt_add(c->g, c->g2) : NULL, *gm = lt_where(le, z, s ? s : c->g);
+        lt_tensor *dx = nn_batch_norm_backward_input(gm, c->x, c->w, stats, NULL, NULL, 1e-5);
+        lt_tensor *dwb = nn_batch_norm_backward_params(gm, c->x, stats, NULL, NULL, 1e-5);
+        lt_tensor *parts[3] = {lt_flatten(dx, 0, -1), lt_flatten(dwb, 0, -1), c->keep_g ? lt_flatten(gm, 0, -1) : NULL};
+        lt_tensor *r = lt_cat(2 + c->keep_g, parts, 0);
+        lt_free(y), lt_free(stats), lt_free(z), lt_free(le), lt_free(s), lt_free(gm), lt_free(dx), lt_free(dwb);
+        for (int i = 0; i < 3; i++) lt_free(parts[i]);
         return r;
     }
     case BN_ACT: {
@@ -556,6 +574,30 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
 
 static void nn_free(nctx *c) {
     lt_free(c->x), lt_free(c->w), lt_free(c->b), lt_free(c->g), lt_free(c->rm), lt_free(c->rv);
+    lt_free(c->o), lt_free(c->g2);
+}
+
+/* A copy of t (float32 or bfloat16) with some elements set: where `where`
+ * is <= 0 (or everywhere if where is NULL), one in `every` becomes +-inf or
+ * NaN: a gradient that ReLU's backward must turn into exactly 0, or a relu
+ * output that lets the gradient pass. */
+static lt_tensor *poisoned(lt_tensor *t, lt_tensor *where, int every) {
+    int64_t n = lt_numel(t), shape[LT_MAX_DIMS];
+    int nd = lt_ndim(t);
+    for (int d = 0; d < nd; d++) shape[d] = lt_shape(t)[d];
+    double *v = h_read(t), *m = where ? h_read(where) : NULL;
+    lt_dtype dt = lt_dtype_of(t);
+    uint16_t *hb = malloc((size_t)(n ? n : 1) * 2);
+    float *hf = malloc((size_t)(n ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) {
+        float f = (float)v[i];
+        if ((!m || m[i] <= 0) && rint_(every) == 0) f = rint_(3) == 0 ? NAN : rint_(2) ? INFINITY : -INFINITY;
+        hf[i] = f;
+        hb[i] = bf16_from_f32(f);
+    }
+    lt_tensor *r = lt_from_data(dt == LT_BF16 ? (void *)hb : (void *)hf, dt, nd, shape);
+    free(v), free(m), free(hb), free(hf);
+    return r;
 }
 
 /* big: channel counts that make oneDNN pick blocked layouts (and reorders). */
@@ -663,6 +705,24 @@ static void bn_case(int trial) {
         c.op = BN_PAIR;
         c.eps2 = i ? 1e-3 : 1e-5;
         differential(what, -1, make_nn, &c, 1e-4);
+    }
+    /* the backward with ReLU's mask (+ the gradient add) before it: inf and
+     * NaN gradients where o <= 0 (exactly 0 after the mask), NaN in o (the
+     * gradient passes); the masked gradient kept as an output, or not */
+    for (int i = 0; c.training && i < 4; i++) {
+        char what[96];
+        lt_tensor *o = rand_tensor(LT_F32, nd, xs, 0), *g2 = rand_tensor(LT_F32, nd, xs, 0);
+        c.o = poisoned(o, NULL, 30);
+        c.g2 = poisoned(g2, c.o, 3);
+        lt_tensor *g = c.g;
+        c.g = poisoned(g, c.o, 3);
+        c.res = i & 1, c.keep_g = i >> 1;
+        snprintf(what, sizeof what, "BN backward of relu's mask%s%s trial %d", c.res ? " + add" : "",
+                 c.keep_g ? ", mask kept" : "", trial);
+        c.op = BN_RELU_BWD;
+        differential(what, -1, make_nn, &c, 1e-4);
+        lt_free(c.o), lt_free(c.g2), lt_free(c.g), lt_free(o), lt_free(g2);
+        c.o = c.g2 = NULL, c.g = g;
     }
     for (c.res = 0; c.res < 2; c.res++) { /* the forward with its relu (+ add) epilogue */
         char what[64];

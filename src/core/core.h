@@ -159,6 +159,7 @@ typedef struct core_config {
     const char *dump_ir_dir;  /* LT_DUMP_IR */
     const char *trace_file;   /* LT_TRACE_FILE */
     int trace_kernels;        /* LT_TRACE_KERNELS */
+    int bn_fuse;              /* LT_BN_FUSE: 0 runs batch norm's ReLU/add epilogue and prologue as separate kernels (A/B) */
 } core_config;
 extern core_config g_config;
 extern int g_initialized;

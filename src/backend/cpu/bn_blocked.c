@@ -20,6 +20,11 @@ typedef struct bn_rows {
                   int64_t inner);
     void (*dx)(const void *gp, const void *xp, void *dp, const float *k, const float *mg, const float *cx,
                const float *mc, int64_t inner, int batch);
+    /* sums and dx of the gradient bn_grad computes from a, b and out */
+    void (*gsums)(const void *ap, const void *bp, const void *op, const void *xp, void *gm, const float *m2,
+                  int64_t inner, double *acc);
+    void (*gdx)(const void *ap, const void *bp, const void *op, const void *xp, void *dp, const float *k,
+                const float *mg, const float *cx, const float *mc, int64_t inner, int batch);
 } bn_rows;
 
 #define ISA_EACH "bn_blocked_body.h"
@@ -91,17 +96,34 @@ void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, cons
     }
 }
 
-void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const float *v, const float *w, int batch,
+/* block_sums(g, x, 0, m2) for g of bn_grad gr (out not NULL), which gr.gm receives. */
+static void block_gsums(bn_geom b, int64_t cb, bn_grad gr, const void *x, const float *m2, double s[32]) {
+    int64_t CB = b.C / 16;
+    const bn_rows *r = rows(b);
+    double acc[32] = {0};
+#pragma omp parallel for schedule(static) reduction(+ : acc[:32])
+    for (int64_t n = 0; n < b.N; n++) {
+        int64_t u = n * CB + cb;
+        r->gsums(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, run_at(b, gr.out, u), run_at(b, x, u),
+                 gr.gm ? run_at_w(b, gr.gm, u) : NULL, m2, b.inner, acc);
+    }
+    memcpy(s, acc, sizeof acc);
+}
+
+void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const float *v, const float *w, int batch,
                 double eps, void *dx, float *sums) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
     double cnt = (double)(b.N * b.inner);
+    /* g as it is in memory, if it is: given, or written by the sums pass */
+    const void *g = gr.out ? gr.gm : gr.a;
     for (int64_t cb = 0; cb < CB; cb++) {
         int64_t c0 = cb * 16;
         double s[32] = {0}, is[16];
         static const float zero[16];
         for (int i = 0; i < 16; i++) is[i] = 1.0 / sqrt((double)v[c0 + i] + eps);
-        if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s); /* s[16 + i] = sum(g (x - m)) */
+        if (gr.out && (batch || sums || gr.gm)) block_gsums(b, cb, gr, x, m + c0, s);
+        else if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s); /* s[16 + i] = sum(g (x - m)) */
         if (sums)
             for (int i = 0; i < 16; i++) {
                 sums[c0 + i] = (float)(s[16 + i] * is[i]);
@@ -118,7 +140,10 @@ void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const f
 #pragma omp parallel for schedule(static)
         for (int64_t n = 0; n < b.N; n++) {
             int64_t u = n * CB + cb;
-            r->dx(run_at(b, g, u), run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
+            if (g) r->dx(run_at(b, g, u), run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
+            else
+                r->gdx(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, run_at(b, gr.out, u), run_at(b, x, u),
+                       run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
         }
     }
 }

@@ -55,3 +55,52 @@ static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, co
         STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
     }
 }
+
+/* Batch norm's upstream gradient at run position j (bn_grad, cpu.h) into *out:
+ * where(out <= 0, 0, a [+ b]), the add rounded to A as the tile
+ * interpreter's ADD stores it, so the values are those of the unfused
+ * kernels; a NaN out passes the gradient (NaN <= 0 is false), as there. */
+static inline void BT(grad_at)(const A *ap, const A *bp, const A *op, int64_t j, v16 *out) {
+    v16 g = LDV(ap + j * 16);
+    if (bp) {
+        g += LDV(bp + j * 16);
+        RNDV(g);
+    }
+    *out = VSEL(LDV(op + j * 16) <= 0, (v16){0}, g);
+}
+
+/* run_sums(g, x, 0, m2) with g = grad_at(a, b, out), stored to gm if not
+ * NULL (the same float operations: the same sums). */
+static void BT(run_gsums)(const void *a, const void *b, const void *o, const void *x, void *gm, const float *m2,
+                          int64_t inner, double *acc) {
+    const A *ap = a, *bp = b, *op = o, *xp = x;
+    A *gp = gm;
+    v16 r0 = {0}, r1 = {0}, m2v = V16(m2);
+    for (int64_t k = 0; k < inner; k++) {
+        v16 g;
+        BT(grad_at)(ap, bp, op, k, &g);
+        if (gp) STV(gp + k * 16, g);
+        r0 += g;
+        r1 += g * (LDV(xp + k * 16) - m2v);
+    }
+    float s0[16], s1[16];
+    memcpy(s0, &r0, sizeof s0);
+    memcpy(s1, &r1, sizeof s1);
+    for (int i = 0; i < 16; i++) {
+        acc[i] += s0[i];
+        acc[16 + i] += s1[i];
+    }
+}
+
+/* run_dx with g = grad_at(a, b, out). */
+static void BT(run_gdx)(const void *a, const void *b, const void *o, const void *x, void *d, const float *k,
+                        const float *mg, const float *cx, const float *mc, int64_t inner, int batch) {
+    const A *ap = a, *bp = b, *op = o, *xp = x;
+    A *dp = d;
+    v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc);
+    for (int64_t j = 0; j < inner; j++) {
+        v16 gv;
+        BT(grad_at)(ap, bp, op, j, &gv);
+        STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
+    }
+}

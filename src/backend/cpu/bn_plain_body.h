@@ -25,6 +25,32 @@ static void FN(chan_sums)(bn_geom b, int64_t c, const A *a, const A *bb, float m
     s[1] = s1;
 }
 
+/* chan_sums(g, bb, 0, m2) for g of bn_grad gr (out not NULL), which gr.gm
+ * receives: where(out <= 0, 0, a [+ b]), the add rounded to A as the tile
+ * interpreter's ADD stores it. */
+static void FN(chan_gsums)(bn_geom b, int64_t c, bn_grad gr, const A *bb, float m2, double *s) {
+    double s0 = 0, s1 = 0;
+    for (int64_t n = 0; n < b.N; n++) {
+        int64_t o = (n * b.C + c) * b.inner;
+        const A *ap = (const A *)gr.a + o, *bp = gr.b ? (const A *)gr.b + o : NULL, *op = (const A *)gr.out + o;
+        const A *xp = bb + o;
+        A *gp = gr.gm ? (A *)gr.gm + o : NULL;
+        float r0 = 0, r1 = 0;
+#pragma omp simd reduction(+ : r0, r1)
+        for (int64_t k = 0; k < b.inner; k++) {
+            float g = bp ? LD(ST(LD(ap[k]) + LD(bp[k]))) : LD(ap[k]);
+            g = LD(op[k]) <= 0 ? 0.0f : g;
+            if (gp) gp[k] = ST(g);
+            r0 += g;
+            r1 += g * (LD(xp[k]) - m2);
+        }
+        s0 += r0;
+        s1 += r1;
+    }
+    s[0] = s0;
+    s[1] = s1;
+}
+
 /* BN_STATS: (2, C) [mean; biased var], two passes: a float mean m, then
  * sums of (x - m) and (x - m)^2 that correct both for m's error (the first
  * pass sums runs in float: far from zero that is an ulp or two). (One pass
@@ -72,14 +98,17 @@ static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, co
 }
 
 /* dx and sums as bn_bwd_run (nn_fast.c) describes; either may be NULL. */
-static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, const A *g, const A *xs, const float *w, double eps, A *dx,
+static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, bn_grad gr, const A *xs, const float *w, double eps, A *dx,
                        float *sums) {
     double cnt = (double)(b.N * b.inner);
+    const A *g = gr.out ? gr.gm : gr.a; /* g in memory, if it is: given, or written by the sums pass */
+    const A *ga = gr.a, *gb = gr.b, *go = gr.out;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
         double is = 1.0 / sqrt((double)st.v[c] + eps), s[2] = {0, 0};
         float m = st.m[c];
-        if (batch || sums) FN(chan_sums)(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
+        if (gr.out && (batch || sums || gr.gm)) FN(chan_gsums)(b, c, gr, xs, m, s);
+        else if (batch || sums) FN(chan_sums)(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
         if (sums) {
             sums[c] = (float)(s[1] * is);
             sums[b.C + c] = (float)s[0];
@@ -88,9 +117,17 @@ static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, const A *g, const A *x
         float k = (float)((w ? w[c] : 1.0) * is);
         float mg = (float)(s[0] / cnt), cx = (float)(s[1] * is * is / cnt); /* mean(g), mean(g xhat) * is */
         for (int64_t n = 0; n < b.N; n++) {
-            const A *gp = g + (n * b.C + c) * b.inner, *xp = xs + (n * b.C + c) * b.inner;
-            A *dp = dx + (n * b.C + c) * b.inner;
-            if (batch)
+            int64_t o = (n * b.C + c) * b.inner;
+            const A *gp = g ? g + o : NULL, *xp = xs + o;
+            A *dp = dx + o;
+            if (!gp) { /* the gradient recomputed, as chan_gsums */
+                const A *ap = ga + o, *bp = gb ? gb + o : NULL, *op = go + o;
+                OMP_SIMD for (int64_t i = 0; i < b.inner; i++) {
+                    float gv = bp ? LD(ST(LD(ap[i]) + LD(bp[i]))) : LD(ap[i]);
+                    gv = LD(op[i]) <= 0 ? 0.0f : gv;
+                    dp[i] = ST(batch ? k * (gv - mg - (LD(xp[i]) - m) * cx) : k * gv);
+                }
+            } else if (batch)
                 OMP_SIMD for (int64_t i = 0; i < b.inner; i++) dp[i] = ST(k * (LD(gp[i]) - mg - (LD(xp[i]) - m) * cx));
             else
                 OMP_SIMD for (int64_t i = 0; i < b.inner; i++) dp[i] = ST(k * LD(gp[i]));

@@ -282,11 +282,16 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         const gnode *p = &g->nodes[kn->write[1]];
         resolve_scalars(y, scalars, sc);
         resolve_scalars(p, scalars, scp);
+        bn_grad gr = {rp[0], NULL, NULL, NULL};
+        if (kn->nread > y->nin) /* the ReLU prologue (fuse.c): read[0] is out, then a [, b] */
+            gr = (bn_grad){rp[y->nin], kn->nread > y->nin + 1 ? rp[y->nin + 1] : NULL, rp[0],
+                           kn->nwrite > 2 ? wp[2] : NULL};
         if (sc[0] == scp[0]) {
-            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], wp[1], kn->blocked);
+            cpu_bn_bwd_pair(g, y, rp, gr, sc[0], wp[0], wp[1], kn->blocked);
         } else {
-            cpu_bn_bwd_pair(g, y, rp, sc[0], wp[0], NULL, kn->blocked);
-            cpu_bn_bwd_pair(g, p, rp, scp[0], NULL, wp[1], kn->blocked);
+            cpu_bn_bwd_pair(g, y, rp, gr, sc[0], wp[0], NULL, kn->blocked);
+            if (gr.gm) gr = (bn_grad){gr.gm, NULL, NULL, NULL}; /* written by the first */
+            cpu_bn_bwd_pair(g, p, rp, gr, scp[0], NULL, wp[1], kn->blocked);
         }
         break;
     }
@@ -306,7 +311,10 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     }
-    prof_kernel_end(kn->kind == K_BN_ACT ? "BN_APPLY_RELU" : g_ops[y->op].name, kt0);
+    prof_kernel_end(kn->kind == K_BN_ACT                          ? "BN_APPLY_RELU"
+                    : kn->kind == K_BN_BWD && kn->nread > y->nin ? "BN_BWD_RELU"
+                                                                 : g_ops[y->op].name,
+                    kt0);
 }
 
 /* Completes the collectives whose results kernel j (e->nk: the end) reads first. */

@@ -67,7 +67,11 @@ int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 /* ---- kernels and fusion (fuse.c) ---- */
 /* K_BN_BWD: a batch-statistics BN_BWD_INPUT (node) and the BN_BWD_PARAMS
  * of the same g, x and statistics in one kernel: both need the same
- * per-channel sums, read off g and x once (write[0] dx, write[1] sums). */
+ * per-channel sums, read off g and x once (write[0] dx, write[1] sums).
+ * With a ReLU prologue (nread > the node's nin: fuse.c) g is the group
+ * where(out <= 0, 0, a [+ b]) that ReLU's backward (and the gradient add
+ * before it) made: read[0] is out instead of g, a and b follow the node's
+ * operands, and write[2], if any, receives g for its other readers. */
 /* K_COLL: a collective, or a bucket of them (nmembers > 1: read[i] ->
  * write[i] for each member), run in two halves (coll.c).
  * K_BN_ACT: a BN_APPLY (node) with its consumer relu(bn) or
@@ -179,9 +183,20 @@ int cpu_maxpool_ok(const exec_graph *g, const gnode *y);
  * out = relu(bn + res). */
 void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps, const void *res, void *out,
                 int blocked);
-/* K_BN_BWD: y the BN_BWD_INPUT node; dx and the (2, C) sums. */
-void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
-                     int blocked);
+/* Batch norm's upstream gradient g, of x's shape, layout and dtype:
+ * out NULL: g = a; else g = where(out <= 0, 0, a [+ b]) (b may be NULL),
+ * computed where it is read, as ReLU's backward (PyTorch's
+ * threshold_backward: exactly 0 where out <= 0, even for an inf or NaN a)
+ * after the gradient add (rounded to the activation type); gm, if not
+ * NULL, receives g (the statistics pass writes it, the dx pass reads it). */
+typedef struct bn_grad {
+    const void *a, *b, *out;
+    void *gm;
+} bn_grad;
+/* K_BN_BWD: y the BN_BWD_INPUT node (in[0], its g, unread: gr has it);
+ * dx and the (2, C) sums. */
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, bn_grad gr, double eps, void *dx,
+                     void *sums, int blocked);
 
 /* Batch norm on channel-blocked x (bn_blocked.c): x is (N, C, inner), C a
  * multiple of 16, its activations (x, g, res, out, dx) float32 or, if
@@ -195,7 +210,7 @@ void bn_blk_stats(bn_geom b, const void *x, float *out);
 /* act: out = relu(x normalized + res) (res may be NULL); else the normalized x. */
 void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, const float *w, const float *bias,
                   double eps, const void *res, int act, void *out);
-void bn_blk_bwd(bn_geom b, const void *g, const void *x, const float *m, const float *v, const float *w, int batch,
+void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const float *v, const float *w, int batch,
                 double eps, void *dx, float *sums);
 
 /* Max pooling on channel-blocked (N, C, H, W) values, C a multiple of 16

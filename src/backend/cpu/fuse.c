@@ -10,6 +10,8 @@
  * before every unit. */
 #include "cpu.h"
 
+#include <math.h>
+
 #define MAX_MEMBERS 40
 #define MAX_EXT 20
 
@@ -435,6 +437,103 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* Is load register `reg` of program p the scalar 0 (a FILL of 0, which is
+ * baked into the graph, never a runtime scalar)? */
+static int zero_load(const exec_graph *g, const tprog *p, int reg) {
+    if (reg < 0 || reg >= p->nload || p->loads[reg].mode != LOAD_SCALAR) return 0;
+    const gnode *z = &g->nodes[p->loads[reg].value];
+    return z->op == LT_OP_FILL && z->sc_slot[0] < 0 && z->sc[0] == 0 && !signbit(z->sc[0]);
+}
+
+/* The value of p's load register `reg` if it is a whole activation of type dt, else -1. */
+static int32_t act_load(const tprog *p, int reg, int dt) {
+    if (reg < 0 || reg >= p->nload || p->loads[reg].mode != LOAD_SAME || p->loads[reg].dtype != dt) return -1;
+    return p->loads[reg].value;
+}
+
+/* Is group kn exactly ReLU's backward where(out <= 0, 0, a) or, with the
+ * gradient add before it, where(out <= 0, 0, a + b), in activations of type
+ * dt, storing only that? Then out, a and b (or -1). */
+static int relu_grad_group(const exec_graph *g, const kernel *kn, int dt, int32_t v[3]) {
+    const tprog *p = kn->prog;
+    if (kn->kind != K_FUSED || !p || p->rtype != LT_F32 || p->nstore != 1 || p->nins < 2 || p->nins > 3) return 0;
+    const tins *wh = &p->ins[p->nins - 1], *le = NULL, *add = NULL;
+    if (wh->op != LT_OP_WHERE || wh->dtype != dt || p->stores[0].value != wh->node || !zero_load(g, p, wh->src[1]))
+        return 0;
+    for (int j = 0; j < p->nins - 1; j++) {
+        const tins *t = &p->ins[j];
+        if (t->op == LT_OP_LE && !le) le = t;
+        else if (t->op == LT_OP_ADD && !add) add = t;
+        else return 0;
+    }
+    if (!le || le->dtype != LT_BOOL || le->dst != wh->src[0] || !zero_load(g, p, le->src[1])) return 0;
+    v[0] = act_load(p, le->src[0], dt);
+    if (add) {
+        if (add->dtype != dt || add->dst != wh->src[2]) return 0;
+        v[1] = act_load(p, add->src[0], dt), v[2] = act_load(p, add->src[1], dt);
+        return v[0] >= 0 && v[1] >= 0 && v[2] >= 0;
+    }
+    v[1] = act_load(p, wh->src[2], dt), v[2] = -1;
+    return v[0] >= 0 && v[1] >= 0;
+}
+
+/* Batch norm's backward prologue: a K_BN_BWD whose g is made by a group
+ * that is exactly ReLU's backward (+ the gradient add before it:
+ * relu_grad_group) computes g itself where it reads it, in its statistics
+ * pass and its dx pass, at the group's place (or its own, if g has no other
+ * reader): g is written only if something else reads it (the residual
+ * branch), and then by the statistics pass, which the dx pass reads back.
+ * ResNet's backward then passes over each activation twice (sums, dx), not
+ * three times. */
+static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
+    size_t n = (size_t)(g->n ? g->n : 1);
+    int32_t *made_by = core_malloc(n * 4), *readers = core_calloc(n, 4);
+    uint8_t *is_root = core_calloc(n, 1);
+    int rc = made_by && readers && is_root ? 0 : -1;
+    for (int32_t v = 0; rc == 0 && v < g->n; v++) made_by[v] = -1;
+    for (int j = 0; rc == 0 && j < *nk; j++) {
+        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
+        for (int i = 0; i < ks[j].nread; i++) readers[ks[j].read[i]]++;
+    }
+    for (int r = 0; rc == 0 && r < g->nroots; r++) is_root[g->roots[r]] = 1;
+    for (int q = 0; rc == 0 && q < *nk; q++) {
+        kernel *kb = &ks[q];
+        if (kb->kind != K_BN_BWD || kb->nread > g->nodes[kb->node].nin) continue;
+        int32_t gv = kb->read[0], f = made_by[gv], v[3];
+        if (f < 0 || !relu_grad_group(g, &ks[f], g->nodes[gv].dtype, v)) continue;
+        int alone = readers[gv] == 1 && !is_root[gv], ready = 1;
+        for (int i = 1; i < kb->nread; i++) ready &= made_by[kb->read[i]] < f;
+        if (!ready && !alone) continue; /* g's other readers may run before the batch norm */
+        int nr = kb->nread + 1 + (v[2] >= 0), nw = 2 + !alone;
+        int32_t *reads = core_malloc((size_t)nr * 4), *writes = core_malloc((size_t)nw * 4);
+        uint8_t *inplace = core_calloc((size_t)nr, 1); /* g's sums pass writes gm while a, b, x are read again later */
+        if (!reads || !writes || !inplace) {
+            core_free(reads), core_free(writes), core_free(inplace);
+            rc = -1;
+            break;
+        }
+        memcpy(reads, kb->read, (size_t)kb->nread * 4);
+        reads[0] = v[0];
+        reads[kb->nread] = v[1];
+        if (v[2] >= 0) reads[kb->nread + 1] = v[2];
+        memcpy(writes, kb->write, 2 * 4);
+        if (!alone) writes[2] = gv;
+        int32_t node = kb->node;
+        int at = ready ? f : q;
+        kernel_clear(&ks[f]);
+        kernel_clear(kb);
+        ks[ready ? q : f].node = -1; /* a hole, squeezed out below */
+        ks[at] = (kernel){.kind = K_BN_BWD, .node = node, .nread = nr, .read = reads, .nwrite = nw, .write = writes,
+                          .inplace_ok = inplace};
+    }
+    int m = 0;
+    for (int j = 0; j < *nk; j++)
+        if (ks[j].node >= 0) ks[m++] = ks[j];
+    *nk = m;
+    core_free(made_by), core_free(readers), core_free(is_root);
+    return rc;
+}
+
 void cpu_kernels_free(kernel *k, int nk) {
     if (!k) return;
     for (int i = 0; i < nk; i++) kernel_clear(&k[i]);
@@ -495,7 +594,8 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || fuse_bn_act(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern)) goto done;
+    if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
 done:

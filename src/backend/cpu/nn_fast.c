@@ -175,16 +175,17 @@ static void bn_apply_run(const gnode *y, const gnode *x, void *const *in, double
 /* BN_BWD_INPUT (g, x, stats | rmean, rvar, [w]) -> dx; ia [batch, has_w].
  * BN_BWD_PARAMS (g, x, stats | rmean, rvar) -> (2, C) [sum(g xhat); sum(g)].
  * batch: dx = w is (g - mean(g) - xhat mean(g xhat)); else dx = w is g.
- * y is either node; dx and sums are the outputs wanted (one may be NULL). */
-static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, double eps, void *dx, float *sums,
+ * y is either node; dx and sums are the outputs wanted (one may be NULL);
+ * g comes from gr (bn_grad, cpu.h), in[0] is not read. */
+static void bn_bwd_run(const gnode *y, const gnode *x, void *const *in, bn_grad gr, double eps, void *dx, float *sums,
                        int blocked) {
     bn_geom b = bn_geom_of(x);
     int batch = (int)y->ia[0];
     bn_stats st = stats_at(in, 2, batch, b.C);
     const float *w = dx && y->ia[1] ? in[st.next] : NULL;
-    if (blocked) bn_blk_bwd(b, in[0], in[1], st.m, st.v, w, batch, eps, dx, sums);
-    else if (x->dtype == LT_BF16) bn_bwd_bf16(b, st, batch, in[0], in[1], w, eps, dx, sums);
-    else bn_bwd_f32(b, st, batch, in[0], in[1], w, eps, dx, sums);
+    if (blocked) bn_blk_bwd(b, gr, in[1], st.m, st.v, w, batch, eps, dx, sums);
+    else if (x->dtype == LT_BF16) bn_bwd_bf16(b, st, batch, gr, in[1], w, eps, dx, sums);
+    else bn_bwd_f32(b, st, batch, gr, in[1], w, eps, dx, sums);
 }
 
 int cpu_bn_ok(const exec_graph *g, const gnode *y) {
@@ -229,8 +230,8 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], NULL, 0, out, blocked); return 0;
-    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], out, NULL, blocked); return 0;
-    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, sc[0], NULL, out, blocked); return 0;
+    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){in[0], NULL, NULL, NULL}, sc[0], out, NULL, blocked); return 0;
+    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){in[0], NULL, NULL, NULL}, sc[0], NULL, out, blocked); return 0;
     case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
     case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
         return cpu_transformer_run(g, y, in, sc, out);
@@ -243,7 +244,7 @@ void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps
     bn_apply_run(y, &g->nodes[y->in[0]], in, eps, res, 1, out, blocked);
 }
 
-void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, void *sums,
-                     int blocked) {
-    bn_bwd_run(y, &g->nodes[y->in[1]], in, eps, dx, sums, blocked);
+void cpu_bn_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, bn_grad gr, double eps, void *dx,
+                     void *sums, int blocked) {
+    bn_bwd_run(y, &g->nodes[y->in[1]], in, gr, eps, dx, sums, blocked);
 }
