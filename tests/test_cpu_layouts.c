@@ -428,7 +428,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     double tol = bf16 ? 1e-2 : 1e-4;
     for (int level = 0; level <= 2; level++)
         for (int keep = 0; keep < 2; keep++) {
-            cpu_set_isa(level);
+            core_set_isa(level);
             bn_grad gr = {ba, res ? bb : NULL, bo, keep ? bgm : NULL};
             bn_blk_bwd(geom, gr, bx, m, v, w, 1, 1e-5, bdx, sums);
             to_blocked(bdx, pdx, xs, es, 1);
@@ -444,7 +444,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
                       bf16 ? "bf16" : "f32", level, res ? " + add" : "", keep ? " kept" : "", (long long)xs[0],
                       (long long)xs[1], (long long)xs[2], (long long)xs[3], (long long)bad);
         }
-    cpu_set_isa(-1);
+    core_set_isa(-1);
     lt_free(tx), lt_free(to), lt_free(ta), lt_free(tb), lt_free(tw), lt_free(stats), lt_free(y), lt_free(z);
     lt_free(le), lt_free(sum), lt_free(gm), lt_free(dx), lt_free(dwb);
     free(rdx), free(rsums), free(rgm), free(rst), free(x), free(o), free(a), free(b), free(w), free(m), free(v);
