@@ -131,12 +131,8 @@ static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_data_type_t dt, d
 }
 
 /* A backward primitive; serial: made for one thread, so that it runs
- * without a parallel region. oneDNN 2.6's bfloat16 weight gradient of a
- * strided convolution (jit_bf16:avx512_core_bf16) synchronizes its two
- * threads so often that on a busy machine it took 230-2650 ms per call
- * for ResNet-20's 3x3 stride-2 convs (fp32: 9-17 ms; alone on one
- * thread: 1.2-5 ms, in the same runs; DNNL_VERBOSE). oneDNN sizes its
- * thread split when the primitive is made, from omp_get_max_threads(). */
+ * without a parallel region (oneDNN sizes its thread split when the
+ * primitive is made, from omp_get_max_threads()). */
 static dnnl_status_t pd_create_bwd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
                                    const_dnnl_primitive_desc_t fpd, int serial) {
 #ifdef _OPENMP
@@ -148,6 +144,22 @@ static dnnl_status_t pd_create_bwd(dnnl_primitive_desc_t *pd, const dnnl_convolu
     if (serial) omp_set_num_threads(nth);
 #endif
     return st;
+}
+
+/* Which weight gradients are made serial. oneDNN 2.6's bfloat16 weight
+ * gradient (jit_bf16:avx512_core_bf16) of a strided convolution
+ * synchronizes its two threads so often that on a busy machine it took
+ * 230-2650 ms per call for ResNet-20's 3x3 stride-2 convs (fp32: 9-17 ms;
+ * alone on one thread: 1.2-5 ms, in the same runs; DNNL_VERBOSE). So does
+ * the one of a 3x3 conv on a 7x7 output (ResNet-50's last stage, 512
+ * channels): 869 ms per call against 126 ms on one thread (its forward:
+ * 40-78 ms), while its 3x3 weight gradients on 14x14 and larger outputs and
+ * its 1x1 ones ran about as fast or up to 2.5x slower on one thread
+ * (DNNL_VERBOSE, ResNet-50 batch 32, step 3, the shared machine). ws: the
+ * weights' shape, os: the output's. */
+static int serial_wgrad(const gnode *y, dnnl_data_type_t wt, const int64_t *ws, const int64_t *os) {
+    if (y->op != LT_OP_CONV2D_BWD_WEIGHT || wt != dnnl_bf16 || ws[2] * ws[3] == 1) return 0;
+    return y->ia[0] > 1 || y->ia[1] > 1 || os[2] * os[3] <= 7 * 7;
 }
 
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
@@ -203,8 +215,7 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
                                                                              &wa, &oa, str, dil, pl, pr)
                            : dnnl_dilated_convolution_backward_weights_desc_init(
                                  &bdsc, dnnl_convolution_direct, &xa, &wa, NULL, &oa, str, dil, pl, pr);
-    if (st == dnnl_success) st = pd_create_bwd(&pd, &bdsc, fpd, y->op == LT_OP_CONV2D_BWD_WEIGHT && wt == dnnl_bf16 &&
-                                                                   (ia[0] > 1 || ia[1] > 1) && ws[2] * ws[3] > 1);
+    if (st == dnnl_success) st = pd_create_bwd(&pd, &bdsc, fpd, serial_wgrad(y, wt, ws, os));
     dnnl_primitive_desc_destroy(fpd);
     if (st != dnnl_success) return -1;
     if (y->op == LT_OP_CONV2D_BWD_INPUT) {
