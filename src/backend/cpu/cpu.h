@@ -174,10 +174,12 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
  * of their shape) all float32 or all bfloat16 (autocast's mixed batch
  * norm), everything else float32. */
 int cpu_bn_ok(const exec_graph *g, const gnode *y);
-/* Does y run on the max-pooling kernels here (plain in nn_fast.c, blocked
- * in pool_blocked.c)? A MAX_POOL2D or its backward with every operand and
- * the output float32, or all bfloat16. */
-int cpu_maxpool_ok(const exec_graph *g, const gnode *y);
+/* Does y run on the pooling kernels here (max pooling: plain in
+ * nn_fast.c, blocked in pool_blocked.c; adaptive average pooling: plain,
+ * and blocked when global, in nn_fast.c)? A MAX_POOL2D,
+ * ADAPTIVE_AVG_POOL2D or backward with every operand and the output
+ * float32, or all bfloat16. */
+int cpu_pool_ok(const exec_graph *g, const gnode *y);
 /* The two fused batch-norm kernels, on float32 or bfloat16 activations.
  * K_BN_ACT: y the BN_APPLY node, res the residual (of x's dtype) or NULL;
  * out = relu(bn + res). */

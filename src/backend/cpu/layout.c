@@ -4,7 +4,8 @@
  * (122 reorders). Here a value keeps the blocked layout when everything that
  * touches it can work on it: the convs (their primitive then reads and
  * writes it directly), the batch-norm kernels (blocked loops in
- * bn_blocked.c, with their ReLU epilogue), max pooling and its backward (pool_blocked.c), and fused elementwise groups whose operands all have the
+ * bn_blocked.c, with their ReLU epilogue), max pooling and its backward (pool_blocked.c), global
+ * average pooling and its backward (nn_fast.c), and fused elementwise groups whose operands all have the
  * group's shape (index i is the same element in every operand, whatever
  * the layout). Values that must agree (the operands and outputs of one
  * batch-norm, max-pooling or fused kernel) form a class; a class is blocked only if all
@@ -38,6 +39,20 @@ static int conv_acts(const exec_graph *g, const gnode *y, int acts[2]) {
     case LT_OP_CONV2D_BWD_WEIGHT: acts[0] = 0, acts[1] = 1; return 2; /* g, x -> dw */
     default: return 0;
     }
+}
+
+/* Max pooling (nn_fast.c, pool_blocked.c): x and y, or g, x and dx, share one layout. */
+static int is_maxpool(const exec_graph *g, const gnode *y) {
+    return (y->op == LT_OP_MAX_POOL2D || y->op == LT_OP_MAX_POOL2D_BWD) && cpu_pool_ok(g, y);
+}
+
+/* Global average pooling or its backward (nn_fast.c): its image side (x,
+ * or dx) may have either layout; the (N, C, 1, 1) side is the same bytes
+ * in both, so it joins no class. (Else ResNet's last stage went plain.) */
+static int is_global_avg(const exec_graph *g, const gnode *y) {
+    const gnode *o = y->op == LT_OP_ADAPTIVE_AVG_POOL2D ? y : &g->nodes[y->in[0]];
+    return (y->op == LT_OP_ADAPTIVE_AVG_POOL2D || y->op == LT_OP_ADAPTIVE_AVG_POOL2D_BWD) && cpu_pool_ok(g, y) &&
+           o->shape[2] == 1 && o->shape[3] == 1;
 }
 
 /* A fused group on which the layout does not matter: every load and store
@@ -81,7 +96,8 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
          * statistics and parameters are 1-D/2-D. Other dtype mixes run the
          * reference kernel: plain. */
         int bn = (kn->kind == K_REF || kn->kind == K_BN_BWD || kn->kind == K_BN_ACT) && cpu_bn_ok(g, y);
-        int pool = kn->kind == K_REF && cpu_maxpool_ok(g, y); /* x and y, or g, x and dx: one layout */
+        if (kn->kind == K_REF && is_global_avg(g, y)) continue; /* its image side follows its class */
+        int pool = kn->kind == K_REF && is_maxpool(g, y); /* x and y, or g, x and dx: one layout */
         if (bn || pool || (kn->kind == K_FUSED && fused_any_layout(g, kn))) {
             int32_t first = -1;
             for (int i = 0; i < kn->nread; i++) {
@@ -125,8 +141,10 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
         for (int j = 0; j < nk; j++) { /* batch norm's and max pooling's loops follow the layout of their class */
             const gnode *y = &g->nodes[k[j].node];
             if ((cpu_bn_ok(g, y) && (k[j].kind == K_REF || k[j].kind == K_BN_BWD || k[j].kind == K_BN_ACT)) ||
-                (cpu_maxpool_ok(g, y) && k[j].kind == K_REF))
+                (is_maxpool(g, y) && k[j].kind == K_REF))
                 k[j].blocked = blk[k[j].read[0]];
+            if (is_global_avg(g, y) && k[j].kind == K_REF) /* x, or dx */
+                k[j].blocked = blk[y->op == LT_OP_ADAPTIVE_AVG_POOL2D ? k[j].read[0] : k[j].node];
         }
         rc = 0;
     }

@@ -80,34 +80,83 @@ static int max_pool(const gnode *y, const int64_t *xs, const int64_t *os, void *
 static int64_t ad_start(int64_t o, int64_t I, int64_t O) { return o * I / O; }
 static int64_t ad_end(int64_t o, int64_t I, int64_t O) { return ((o + 1) * I + O - 1) / O; }
 
-/* ADAPTIVE_AVG_POOL2D (x) -> y, or its BWD (g) -> dx; xs: the input's shape. */
-static void adaptive_avg(const gnode *y, const int64_t *xs, const int64_t *os, const float *in, float *out) {
-    int bwd = y->op == LT_OP_ADAPTIVE_AVG_POOL2D_BWD;
+static inline void st_act(void *p, int bf16, int64_t i, float v) {
+    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
+    else ((float *)p)[i] = v;
+}
+
+/* The sum of n activations at p, in float. */
+static float run_sum(const char *p, int bf16, int64_t n) {
+    float r = 0;
+    if (bf16) {
+        const uint16_t *h = (const uint16_t *)p;
+        OMP_SIMD_SUM(r)
+        for (int64_t i = 0; i < n; i++) r += bf16_to_f32(h[i]);
+    } else {
+        const float *f = (const float *)p;
+        OMP_SIMD_SUM(r)
+        for (int64_t i = 0; i < n; i++) r += f[i];
+    }
+    return r;
+}
+
+/* ADAPTIVE_AVG_POOL2D (x) -> y, or its BWD (g) -> dx; xs: the input's
+ * shape; float32 or bfloat16 throughout (the backward sums in float, each
+ * sum rounded once, as the reference does). -1: out of memory. */
+static int adaptive_avg(const gnode *y, const int64_t *xs, const int64_t *os, const void *in, void *out) {
+    int bwd = y->op == LT_OP_ADAPTIVE_AVG_POOL2D_BWD, bf16 = y->dtype == LT_BF16;
     int64_t H = xs[2], W = xs[3], oH = os[2], oW = os[3], planes = xs[0] * xs[1];
+    size_t es = bf16 ? 2 : 4;
+    float *acc = bwd && bf16 ? core_malloc((size_t)NUM_THREADS() * (size_t)(H * W) * sizeof *acc) : NULL;
+    if (bwd && bf16 && !acc) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < planes; p++) {
-        if (bwd) memset(out + p * H * W, 0, (size_t)(H * W) * sizeof *out);
+        float *dp = !bwd ? NULL : acc ? acc + (size_t)THREAD_NUM() * (size_t)(H * W) : (float *)out + p * H * W;
+        if (bwd) memset(dp, 0, (size_t)(H * W) * sizeof *dp);
         for (int64_t oh = 0; oh < oH; oh++)
             for (int64_t ow = 0; ow < oW; ow++) {
                 int64_t h0 = ad_start(oh, H, oH), h1 = ad_end(oh, H, oH);
                 int64_t w0 = ad_start(ow, W, oW), w1 = ad_end(ow, W, oW);
                 float inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
                 if (bwd) {
-                    float gv = in[(p * oH + oh) * oW + ow] * inv, *dp = out + p * H * W;
+                    float gv = ld_act(in, bf16, (p * oH + oh) * oW + ow) * inv;
                     for (int64_t h = h0; h < h1; h++)
                         for (int64_t w = w0; w < w1; w++) dp[h * W + w] += gv;
                 } else {
-                    const float *xp = in + p * H * W;
                     double s = 0;
-                    for (int64_t h = h0; h < h1; h++) {
-                        float r = 0;
-#pragma omp simd reduction(+ : r)
-                        for (int64_t w = w0; w < w1; w++) r += xp[h * W + w];
-                        s += r;
-                    }
-                    out[(p * oH + oh) * oW + ow] = (float)(s * inv);
+                    for (int64_t h = h0; h < h1; h++)
+                        s += run_sum((const char *)in + (size_t)(p * H * W + h * W + w0) * es, bf16, w1 - w0);
+                    st_act(out, bf16, (p * oH + oh) * oW + ow, (float)(s * inv));
                 }
             }
+        if (acc)
+            for (int64_t i = 0; i < H * W; i++) st_act(out, 1, p * H * W + i, dp[i]);
+    }
+    core_free(acc);
+    return 0;
+}
+
+/* Global average pooling (a 1x1 output) and its backward with the image
+ * side (x, or dx) channel-blocked (layout.c): plane p = n * C/16 + c/16
+ * holds 16 channels side by side; the (N, C, 1, 1) side is the same bytes
+ * in either layout. Same arithmetic as adaptive_avg. */
+static void global_avg_blocked(const gnode *y, const int64_t *xs, const void *in, void *out) {
+    int bwd = y->op == LT_OP_ADAPTIVE_AVG_POOL2D_BWD, bf16 = y->dtype == LT_BF16;
+    int64_t HW = xs[2] * xs[3], planes = xs[0] * (xs[1] / 16);
+    float inv = 1.0f / (float)HW;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes; p++) {
+        if (bwd) {
+            float gv[16];
+            for (int i = 0; i < 16; i++) gv[i] = ld_act(in, bf16, p * 16 + i) * inv;
+            for (int64_t k = 0; k < HW; k++)
+                for (int i = 0; i < 16; i++) st_act(out, bf16, (p * HW + k) * 16 + i, gv[i]);
+        } else {
+            double s[16] = {0};
+            for (int64_t k = 0; k < HW; k++)
+                for (int i = 0; i < 16; i++) s[i] += ld_act(in, bf16, (p * HW + k) * 16 + i);
+            for (int i = 0; i < 16; i++) st_act(out, bf16, p * 16 + i, (float)(s[i] * inv));
+        }
     }
 }
 
@@ -201,8 +250,10 @@ int cpu_bn_ok(const exec_graph *g, const gnode *y) {
     return y->dtype == (out_act ? act : LT_F32);
 }
 
-int cpu_maxpool_ok(const exec_graph *g, const gnode *y) {
-    if (y->op != LT_OP_MAX_POOL2D && y->op != LT_OP_MAX_POOL2D_BWD) return 0;
+int cpu_pool_ok(const exec_graph *g, const gnode *y) {
+    if (y->op != LT_OP_MAX_POOL2D && y->op != LT_OP_MAX_POOL2D_BWD && y->op != LT_OP_ADAPTIVE_AVG_POOL2D &&
+        y->op != LT_OP_ADAPTIVE_AVG_POOL2D_BWD)
+        return 0;
     if (y->dtype != LT_F32 && y->dtype != LT_BF16) return 0;
     for (int i = 0; i < y->nin; i++)
         if (g->nodes[y->in[i]].dtype != y->dtype) return 0;
@@ -212,7 +263,7 @@ int cpu_maxpool_ok(const exec_graph *g, const gnode *y) {
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
     if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
-    if (!cpu_bn_ok(g, y) && !cpu_maxpool_ok(g, y)) { /* else float32 or bfloat16 activations */
+    if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y)) { /* else float32 or bfloat16 activations */
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
             if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
@@ -226,8 +277,14 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_MAX_POOL2D_BWD:
         if (blocked) return pool_blk_max_bwd(y->shape, a0->shape, y->ia, bf16, in[0], in[1], out);
         return max_pool(y, y->shape, a0->shape, in, out);
-    case LT_OP_ADAPTIVE_AVG_POOL2D: adaptive_avg(y, a0->shape, y->shape, in[0], out); return 0;
-    case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: adaptive_avg(y, y->shape, a0->shape, in[0], out); return 0;
+    case LT_OP_ADAPTIVE_AVG_POOL2D:
+        if (!blocked) return adaptive_avg(y, a0->shape, y->shape, in[0], out);
+        global_avg_blocked(y, a0->shape, in[0], out);
+        return 0;
+    case LT_OP_ADAPTIVE_AVG_POOL2D_BWD:
+        if (!blocked) return adaptive_avg(y, y->shape, a0->shape, in[0], out);
+        global_avg_blocked(y, y->shape, in[0], out);
+        return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], NULL, 0, out, blocked); return 0;
     case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){in[0], NULL, NULL, NULL}, sc[0], out, NULL, blocked); return 0;
