@@ -69,13 +69,13 @@ ir_node *ir_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape)
 }
 
 lt_buffer *buffer_new(size_t nbytes) {
-    void *data = core_aligned_alloc(nbytes);
+    void *data = core_buffer_alloc(nbytes);
     return data ? buffer_adopt(data, nbytes, NULL, NULL) : NULL;
 }
 
 static void free_data(lt_buffer *b) {
     if (b->give_back) b->give_back(b->ctx, b->data);
-    else core_free(b->data);
+    else core_buffer_free(b->data, b->nbytes);
 }
 
 lt_buffer *buffer_adopt(void *data, size_t nbytes, void (*give_back)(void *ctx, void *data), void *ctx) {
