@@ -28,6 +28,9 @@ typedef struct cpu_exe {
     size_t scratch_bytes; /* tile registers and library scratch, for PeakBytes */
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
+    size_t lib_bytes;
+    int32_t lib_first; /* the first kernel with a primitive */
+    prefault *pf;      /* until the first run ends: its page faults, taken ahead (prefault.c) */
     coll_plan cp;      /* collectives: where each is waited for (coll.c) */
     double flops;      /* of the convs, linears and matmuls, per run (ExecutedFlops) */
 } cpu_exe;
@@ -76,6 +79,7 @@ static void lib_free(cpu_exe *e) {
 static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
+    cpu_prefault_stop(e->pf);
     lib_free(e);
     cpu_coll_plan_free(&e->cp, e->nk);
     core_free(e->lib_scratch);
@@ -94,10 +98,12 @@ static void cpu_free(void *p) {
 static int lib_compile(cpu_exe *e, const uint8_t *blk) {
     size_t sb = 0;
     if (!(e->lib = core_calloc((size_t)(e->nk ? e->nk : 1), sizeof *e->lib))) return -1;
+    e->lib_first = e->nk;
     for (int j = 0; j < e->nk; j++) {
         if (e->k[j].kind != K_REF) continue;
         const gnode *y = &e->g->nodes[e->k[j].node];
         e->lib[j] = cpu_dnnl_new(e->g, y, blk);
+        if (e->lib[j] && j < e->lib_first) e->lib_first = j;
         if (!e->lib[j] && cpu_dnnl_covers(e->g, y)) {
             int any = blk[e->k[j].node];
             for (int i = 0; i < y->nin; i++) any |= blk[y->in[i]];
@@ -106,6 +112,7 @@ static int lib_compile(cpu_exe *e, const uint8_t *blk) {
         if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
     }
     e->scratch_bytes += sb;
+    e->lib_bytes = sb;
     return sb && !(e->lib_scratch = core_huge_alloc(sb)) ? -1 : 0;
 }
 
@@ -166,10 +173,11 @@ static void *cpu_compile(const exec_graph *g0) {
         cpu_free(e);
         return NULL;
     }
-    if (lay_out(e)) {
+    if (lay_out(e) || (e->pl.arena_bytes && !(e->arena = core_huge_alloc(e->pl.arena_bytes)))) {
         cpu_free(e);
         return NULL;
     }
+    e->pf = cpu_prefault_start(&e->pl, e->arena, e->lib_scratch, e->lib_bytes, e->lib_first);
     return e;
 }
 
@@ -336,7 +344,6 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     cpu_exe *e = pe;
     const exec_graph *g = e->g;
     plan *pl = &e->pl;
-    if (!e->arena && pl->arena_bytes && !(e->arena = core_huge_alloc(pl->arena_bytes))) return -1;
     if (ref_scratch_reserve(g)) return -1; /* for the kernels that fall back to the reference backend */
     size_t ns = (size_t)(pl->nslots ? pl->nslots : 1);
     char **sp = core_malloc(ns * sizeof *sp);
@@ -385,6 +392,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     prof_gauge_max(M_PeakBytes, (double)step_bytes);
     for (int j = 0; j < e->nk; j++) {
         if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
+        if (LT_UNLIKELY(e->pf != NULL)) cpu_prefault_at(e->pf, j);
         run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
         if (LT_UNLIKELY(e->cp.wait != NULL) && dist_pending()) dist_progress(); /* MPI moves only inside MPI calls */
         /* Bad index data: stop (nothing was donated: sync.c), unless the
@@ -392,6 +400,8 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         if (LT_UNLIKELY(err_kernel_pending()) && e->cp.wait == NULL) break;
     }
     if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, e->nk, sp);
+    cpu_prefault_stop(e->pf); /* the first run is over: every page it needed is in */
+    e->pf = NULL;
     if (LT_UNLIKELY(err_kernel_pending())) {
         err_kernel_take();
         goto done;
