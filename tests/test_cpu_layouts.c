@@ -358,8 +358,9 @@ TEST(bf16_maxpool_stem_blocked) {
     }
 }
 
-/* ---- batch norm's backward with ReLU's mask (+ the gradient add) before
- * it, on blocked activations (bn_blk_bwd with a bn_grad), every ISA copy,
+/* ---- batch norm's statistics, and its backward with ReLU's mask (+ the
+ * gradient add) before it, on blocked activations (bn_blk_stats,
+ * bn_blk_bwd with a bn_grad; x near 0 and near 100), every ISA copy,
  * float32 and bfloat16, against the reference backend on plain NCHW:
  * inf and NaN gradients where the relu's output is <= 0 (exactly 0 after
  * the mask, as PyTorch's threshold_backward), NaN outputs (the gradient
@@ -393,6 +394,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     float *x = malloc((size_t)n * 4), *o = malloc((size_t)n * 4), *a = malloc((size_t)n * 4),
           *b = malloc((size_t)n * 4), *w = malloc((size_t)C * 4);
     poison_fill(x, n, NULL, 0);
+    for (int64_t i = 0; trial % 4 == 1 && i < n; i++) x[i] += 100.0f; /* the statistics' cancellation */
     poison_fill(o, n, NULL, 1);
     poison_fill(a, n, o, 0);
     poison_fill(b, n, o, 0);
@@ -426,6 +428,15 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     for (int64_t c = 0; c < C; c++) m[c] = (float)rst[c], v[c] = (float)rst[C + c];
     bn_geom geom = {xs[0], C, xs[2] * xs[3], bf16};
     double tol = bf16 ? 1e-2 : 1e-4;
+    for (int level = 0; level <= 2; level++) { /* the statistics (bn_blk_stats: one pass, in cached chunks) */
+        core_set_isa(level);
+        float st[2 * 32];
+        bn_blk_stats(geom, bx, st);
+        int64_t bad = 0;
+        for (int64_t c = 0; c < 2 * C; c++) bad += !close_enough(rst[c], st[c], bf16 ? 1e-5 : 1e-6);
+        CHECK_MSG(bad == 0, "trial %d %s isa %d: %lld statistics differ", trial, bf16 ? "bf16" : "f32", level,
+                  (long long)bad);
+    }
     for (int level = 0; level <= 2; level++)
         for (int keep = 0; keep < 2; keep++) {
             core_set_isa(level);

@@ -16,6 +16,7 @@
  * pointers are float * or bfloat16's uint16_t *, as the table. */
 typedef struct bn_rows {
     void (*sums)(const void *ap, const void *bp, const float *m, const float *m2, int64_t inner, double *acc);
+    void (*moments)(const void *ap, int64_t inner, double *mo);
     void (*apply)(const void *xp, void *yp, const float *sc, const float *sh, const void *rp, int act,
                   int64_t inner);
     void (*dx)(const void *gp, const void *xp, void *dp, const float *k, const float *mg, const float *cx,
@@ -26,6 +27,22 @@ typedef struct bn_rows {
     void (*gdx)(const void *ap, const void *bp, const void *op, const void *xp, void *dp, const float *k,
                 const float *mg, const float *cx, const float *mc, int64_t inner, int batch);
 } bn_rows;
+
+/* Merges a part of nb values per lane, with means mb and sums of squared
+ * deviations m2b, into mo (bn_rows.moments) by Chan's pairwise formula. */
+static void bn_merge(double *mo, double nb, const double *mb, const double *m2b) {
+    double na = mo[0], nt = na + nb;
+    if (nb == 0) return;
+    for (int i = 0; i < 16; i++) {
+        double d = mb[i] - mo[1 + i];
+        mo[1 + i] += d * (nb / nt);
+        mo[17 + i] += m2b[i] + d * d * (na * nb / nt);
+    }
+    mo[0] = nt;
+}
+
+/* Positions per cache-resident chunk of run_moments: 16 KiB of float. */
+#define BN_CHUNK 256
 
 #define ISA_EACH "bn_blocked_body.h"
 #include "isa_copies.h"
@@ -62,19 +79,23 @@ static void block_sums(bn_geom b, int64_t cb, const void *a, const void *bb, con
     memcpy(s, acc, sizeof acc);
 }
 
+/* One pass over x (run_moments), each thread merging its samples' runs
+ * into its own moments, merged in thread order (the same result every
+ * run). No data: NaN, as 0/0. */
+enum { BN_MAX_PARTS = 64 };
 void bn_blk_stats(bn_geom b, const void *x, float *out) {
-    double cnt = (double)(b.N * b.inner);
-    static const float zero[16];
-    for (int64_t cb = 0; cb < b.C / 16; cb++) {
-        float m[16];
-        double s[32];
-        block_sums(b, cb, x, NULL, zero, zero, s);
-        for (int i = 0; i < 16; i++) m[i] = (float)(s[i] / cnt);
-        block_sums(b, cb, x, NULL, m, m, s);
+    int64_t CB = b.C / 16;
+    const bn_rows *r = rows(b);
+    int nt = NUM_THREADS() < BN_MAX_PARTS ? NUM_THREADS() : BN_MAX_PARTS;
+    double part[BN_MAX_PARTS][33];
+    for (int64_t cb = 0; cb < CB; cb++) {
+        memset(part, 0, (size_t)nt * sizeof part[0]);
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t n = 0; n < b.N; n++) r->moments(run_at(b, x, n * CB + cb), b.inner, part[THREAD_NUM()]);
+        for (int t = 1; t < nt; t++) bn_merge(part[0], part[t][0], &part[t][1], &part[t][17]);
         for (int i = 0; i < 16; i++) {
-            double d = s[i]; /* sum(x - m): what m missed */
-            out[cb * 16 + i] = (float)((double)m[i] + d / cnt);
-            out[b.C + cb * 16 + i] = (float)((s[16 + i] - d * d / cnt) / cnt);
+            out[cb * 16 + i] = (float)(part[0][0] ? part[0][1 + i] : NAN);
+            out[b.C + cb * 16 + i] = (float)(part[0][17 + i] / part[0][0]);
         }
     }
 }

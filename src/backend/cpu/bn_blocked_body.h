@@ -12,9 +12,9 @@
 
 /* [0] float32 activations, [1] bfloat16. */
 static const bn_rows BN_FN(bn_rows)[2] = {
-    {CAT3(run_sums, ISA_SUF, _f32), CAT3(run_apply, ISA_SUF, _f32), CAT3(run_dx, ISA_SUF, _f32),
+    {CAT3(run_sums, ISA_SUF, _f32), CAT3(run_moments, ISA_SUF, _f32), CAT3(run_apply, ISA_SUF, _f32), CAT3(run_dx, ISA_SUF, _f32),
      CAT3(run_gsums, ISA_SUF, _f32), CAT3(run_gdx, ISA_SUF, _f32)},
-    {CAT3(run_sums, ISA_SUF, _bf16), CAT3(run_apply, ISA_SUF, _bf16), CAT3(run_dx, ISA_SUF, _bf16),
+    {CAT3(run_sums, ISA_SUF, _bf16), CAT3(run_moments, ISA_SUF, _bf16), CAT3(run_apply, ISA_SUF, _bf16), CAT3(run_dx, ISA_SUF, _bf16),
      CAT3(run_gsums, ISA_SUF, _bf16), CAT3(run_gdx, ISA_SUF, _bf16)},
 };
 

@@ -21,6 +21,39 @@ static void BT(run_sums)(const void *a, const void *b, const float *m, const flo
     }
 }
 
+/* The moments of one run: mo[0] += its count, mo[1 + i] its mean and
+ * mo[17 + i] its sum of squared deviations merged into lane i's (Chan's
+ * formula, in double). The run is read from memory once, in chunks of
+ * BN_CHUNK positions (16 KiB of float) that stay in L1 while two passes
+ * go over them: a float mean cm, then sums of (x - cm) and (x - cm)^2,
+ * which correct it (the two passes BN_STATS needs, without a second trip
+ * to memory). */
+static void BT(run_moments)(const void *a, int64_t inner, double *mo) {
+    const A *ap = a;
+    for (int64_t k0 = 0; k0 < inner; k0 += BN_CHUNK) {
+        int64_t len = inner - k0 < BN_CHUNK ? inner - k0 : BN_CHUNK;
+        const A *cp = ap + k0 * 16;
+        v16 s = {0}, r0 = {0}, r1 = {0};
+        for (int64_t k = 0; k < len; k++) s += LDV(cp + k * 16);
+        v16 cm = s / (float)len;
+        for (int64_t k = 0; k < len; k++) {
+            v16 d = LDV(cp + k * 16) - cm;
+            r0 += d;
+            r1 += d * d;
+        }
+        float fm[16], f0[16], f1[16];
+        memcpy(fm, &cm, sizeof fm);
+        memcpy(f0, &r0, sizeof f0);
+        memcpy(f1, &r1, sizeof f1);
+        double cnt = (double)len, mean[16], m2[16];
+        for (int i = 0; i < 16; i++) {
+            mean[i] = fm[i] + f0[i] / cnt;
+            m2[i] = f1[i] - (double)f0[i] * f0[i] / cnt;
+        }
+        bn_merge(mo, cnt, mean, m2);
+    }
+}
+
 /* y = x sc + sh; act: y = relu(y + r) (r may be NULL), relu keeping NaN
  * as the tile interpreter's RELU does, and the normalized value rounded to
  * A before the add as the unfused BN_APPLY stores it, so the result is bit
