@@ -4,9 +4,9 @@
  * every source pixel under an output pixel contributes; weights normalized
  * in double, then rounded to 22-bit fixed point; the horizontal pass
  * rounds to 8 bits before the vertical pass. Only the source rows the
- * output window needs are resampled horizontally. The horizontal pass has
- * AVX2 and AVX-512 copies (core_isa() picks one): integer sums do not
- * depend on the order of their terms, so every copy gives the same bytes. */
+ * output window needs are resampled horizontally. Both passes have AVX2
+ * and AVX-512 copies (core_isa() picks one): integer sums do not depend on
+ * the order of their terms, so every copy gives the scalar pass's bytes. */
 #include "image.h"
 
 #include "../core/isa.h"
