@@ -4,6 +4,7 @@
  * (prefault.c): what it must never do is change a byte. Not timed: the
  * times are in bench/ and the README. */
 #include "harness.h"
+#include "train_small.h"
 #include "backend/cpu/cpu.h"
 #include "core/core.h"
 
@@ -110,28 +111,7 @@ TEST(prefault_changes_no_result) {
     float loss[2][3];
     for (int pass = 0; pass < 2; pass++) {
         g_config.prefault = pass;
-        lt_manual_seed(3);
-        lt_model *m = lt_model_new("resnet20", 1, 10);
-        CHECK(m != NULL);
-        lt_tensor **params;
-        int np = lt_model_params(m, &params, NULL);
-        lt_optim *opt = lt_optim_adamw(np, params, 1e-3, 0.9, 0.999, 1e-8, 1e-4, false);
-        int64_t xs[4] = {4, 1, 12, 12}, n = 4;
-        lt_tensor *x = lt_randn(LT_F32, 4, xs);
-        int64_t lab[4] = {1, 3, 5, 7};
-        lt_tensor *y = lt_from_data(lab, LT_I64, 1, &n);
-        for (int s = 0; s < 3; s++) {
-            lt_tensor *out = lt_model_forward(m, x), *l = lt_cross_entropy(out, y, 0.0);
-            CHECK(l && lt_backward(l) == 0 && lt_optim_step(opt) == 0);
-            lt_optim_zero_grad(opt);
-            lt_mark_step();
-            loss[pass][s] = (float)lt_item(l);
-            lt_free(out), lt_free(l);
-        }
-        CHECK_NO_ERR();
-        lt_free(x), lt_free(y);
-        lt_optim_free(opt);
-        lt_model_free(m);
+        CHECK(train_small_losses(3, 3, loss[pass]) == 0);
     }
     g_config.prefault = 1;
     CHECK(!memcmp(loss[0], loss[1], sizeof loss[0]));

@@ -166,6 +166,7 @@ typedef struct core_config {
     int trace_kernels;        /* LT_TRACE_KERNELS */
     int bn_fuse;              /* LT_BN_FUSE: 0 runs batch norm's ReLU/add epilogue and prologue as separate kernels (A/B) */
     int prefault;             /* LT_PREFAULT (default 1): first run's arena faulted in on a side thread */
+    int adapt_threads;        /* LT_ADAPT_THREADS (default 1): one thread fewer when that runs faster */
 } core_config;
 extern core_config g_config;
 extern int g_initialized;

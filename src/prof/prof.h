@@ -29,6 +29,7 @@
     X(IrNodes, COUNTER)                 \
     X(FusedKernels, COUNTER)            \
     X(FallbackOps, COUNTER)             \
+    X(FewerThreadRuns, COUNTER)         \
     X(AutoSync, COUNTER)                \
     X(PeakBytes, GAUGE)                 \
     X(ArenaBytes, GAUGE)                \

@@ -27,6 +27,11 @@ typedef struct cpu_exe {
     int maxread, maxwrite, maxins;
     size_t scratch_bytes; /* tile registers and library scratch, for PeakBytes */
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
+    cpu_dnnl **lib_lo; /* the same made for one thread fewer (oneDNN splits its work when it makes a primitive) */
+    cpu_dnnl **run_lib; /* the set of the run in progress */
+    uint8_t *blk;      /* per value: channel-blocked (layout.c), for lib_lo */
+    tpolicy tp;        /* the thread count (threads.c) */
+    int adapt;         /* tp is followed */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
     size_t lib_bytes;
     int32_t lib_first; /* the first kernel with a primitive */
@@ -37,6 +42,8 @@ typedef struct cpu_exe {
 
 static int debug_guards;
 void cpu_set_debug_guards(int on) { debug_guards = on; }
+static int force_fewer;
+void cpu_force_fewer_threads(int on) { force_fewer = on; }
 #define GUARD 64
 #define GUARD_BYTE 0xa5
 
@@ -70,9 +77,13 @@ static int cpu_supports(int op) {
     return 1; /* every op runs: fast kernel or the reference fallback */
 }
 
+static void lib_free_set(cpu_dnnl **lib, int nk) {
+    for (int j = 0; lib && j < nk; j++) cpu_dnnl_free(lib[j]);
+    core_free(lib);
+}
+
 static void lib_free(cpu_exe *e) {
-    for (int j = 0; e->lib && j < e->nk; j++) cpu_dnnl_free(e->lib[j]);
-    core_free(e->lib);
+    lib_free_set(e->lib, e->nk);
     e->lib = NULL;
 }
 
@@ -81,6 +92,8 @@ static void cpu_free(void *p) {
     if (!e) return;
     cpu_prefault_stop(e->pf);
     lib_free(e);
+    lib_free_set(e->lib_lo, e->nk);
+    core_free(e->blk);
     cpu_coll_plan_free(&e->cp, e->nk);
     core_free(e->lib_scratch);
     cpu_kernels_free(e->k, e->nk);
@@ -95,30 +108,70 @@ static void cpu_free(void *p) {
  * reference kernel; one scratch (the largest need) serves them all. blk:
  * the layouts (layout.c). 1: a conv with a blocked operand was declined
  * (the reference kernel reads plain NCHW only): lay out again, plain. */
-static int lib_compile(cpu_exe *e, const uint8_t *blk) {
-    size_t sb = 0;
-    if (!(e->lib = core_calloc((size_t)(e->nk ? e->nk : 1), sizeof *e->lib))) return -1;
-    e->lib_first = e->nk;
+static int lib_make(cpu_exe *e, const uint8_t *blk, cpu_dnnl ***out, size_t *sb) {
+    cpu_dnnl **lib = *out = core_calloc((size_t)(e->nk ? e->nk : 1), sizeof *lib);
+    if (!lib) return -1;
+    *sb = 0;
     for (int j = 0; j < e->nk; j++) {
         if (e->k[j].kind != K_REF) continue;
         const gnode *y = &e->g->nodes[e->k[j].node];
-        e->lib[j] = cpu_dnnl_new(e->g, y, blk);
-        if (e->lib[j] && j < e->lib_first) e->lib_first = j;
-        if (!e->lib[j] && cpu_dnnl_covers(e->g, y)) {
+        lib[j] = cpu_dnnl_new(e->g, y, blk);
+        if (!lib[j] && cpu_dnnl_covers(e->g, y)) {
             int any = blk[e->k[j].node];
             for (int i = 0; i < y->nin; i++) any |= blk[y->in[i]];
             if (any) return 1;
         }
-        if (cpu_dnnl_scratch(e->lib[j]) > sb) sb = cpu_dnnl_scratch(e->lib[j]);
+        if (cpu_dnnl_scratch(lib[j]) > *sb) *sb = cpu_dnnl_scratch(lib[j]);
     }
+    return 0;
+}
+
+static int lib_compile(cpu_exe *e, const uint8_t *blk) {
+    size_t sb;
+    int rc = lib_make(e, blk, &e->lib, &sb);
+    if (rc) return rc;
+    for (e->lib_first = 0; e->lib_first < e->nk && !e->lib[e->lib_first]; e->lib_first++) continue;
     e->scratch_bytes += sb;
     e->lib_bytes = sb;
     return sb && !(e->lib_scratch = core_huge_alloc(sb)) ? -1 : 0;
 }
 
+/* The primitives for one thread fewer, made at the first run that wants
+ * them; NULL (and that count is never tried again) if they cannot be. */
+static cpu_dnnl **lib_lo(cpu_exe *e) {
+#ifdef _OPENMP
+    if (e->lib_lo) return e->lib_lo;
+    size_t sb = 0;
+    int prev = omp_get_max_threads(), had_error = err_code();
+    omp_set_num_threads(e->tp.lo);
+    int rc = lib_make(e, e->blk, &e->lib_lo, &sb);
+    omp_set_num_threads(prev);
+    if (rc == 0 && sb > e->lib_bytes) { /* a larger scratch (rare: the split sizes some scratchpads) */
+        char *s = core_huge_alloc(sb);
+        if (s) {
+            cpu_prefault_stop(e->pf); /* it may be faulting the old one in */
+            e->pf = NULL;
+            core_free(e->lib_scratch);
+            e->lib_scratch = s;
+            e->scratch_bytes += sb - e->lib_bytes;
+            e->lib_bytes = sb;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc == 0) return e->lib_lo;
+    lib_free_set(e->lib_lo, e->nk);
+    e->lib_lo = NULL;
+    e->adapt = 0;
+    if (!had_error) lt_clear_error(); /* out of memory here is not the run's failure: it runs on all threads */
+#endif
+    (void)e;
+    return NULL;
+}
+
 /* Layouts, then the library primitives that depend on them. */
 static int lay_out(cpu_exe *e) {
-    uint8_t *blk = core_calloc((size_t)(e->g->n ? e->g->n : 1), 1);
+    uint8_t *blk = e->blk = core_calloc((size_t)(e->g->n ? e->g->n : 1), 1);
     int rc = blk && cpu_layouts(e->g, e->k, e->nk, blk) == 0 ? lib_compile(e, blk) : -1;
     if (rc == 1) { /* rare: oneDNN declined a geometry it was expected to take */
         lib_free(e);
@@ -126,7 +179,6 @@ static int lay_out(cpu_exe *e) {
         for (int j = 0; j < e->nk; j++) e->k[j].blocked = 0;
         rc = lib_compile(e, blk);
     }
-    core_free(blk);
     return rc;
 }
 
@@ -178,6 +230,10 @@ static void *cpu_compile(const exec_graph *g0) {
         return NULL;
     }
     e->pf = cpu_prefault_start(&e->pl, e->arena, e->lib_scratch, e->lib_bytes, e->lib_first);
+    tpolicy_init(&e->tp, nthreads());
+    /* A graph with collectives times its peers' waits too: it keeps all threads. */
+    e->adapt = g_config.adapt_threads && e->tp.hi > 1 && e->cp.wait == NULL;
+    e->run_lib = e->lib;
     return e;
 }
 
@@ -310,7 +366,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     case K_REF: {
-        const cpu_dnnl *lib = e->lib[kn - e->k];
+        const cpu_dnnl *lib = e->run_lib[kn - e->k];
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
@@ -390,6 +446,20 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     for (int s = 0; s < pl->nslots; s++)
         if (sb[s] && !donated[s]) step_bytes += pl->slots[s].nbytes;
     prof_gauge_max(M_PeakBytes, (double)step_bytes);
+    int nt = force_fewer && e->tp.hi > 1 ? e->tp.lo : e->adapt ? tpolicy_threads(&e->tp) : 0, prev = 0;
+    e->run_lib = nt && nt != e->tp.hi ? lib_lo(e) : e->lib;
+    if (!e->run_lib) { /* no primitives for fewer threads: all of them, from now on */
+        e->run_lib = e->lib;
+        nt = 0;
+    }
+#ifdef _OPENMP
+    if (nt) {
+        prev = omp_get_max_threads();
+        omp_set_num_threads(nt);
+        if (nt != e->tp.hi) prof_add(M_FewerThreadRuns, 1);
+    }
+#endif
+    uint64_t t_run = prof_now_ns();
     for (int j = 0; j < e->nk; j++) {
         if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
         if (LT_UNLIKELY(e->pf != NULL)) cpu_prefault_at(e->pf, j);
@@ -402,6 +472,13 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, e->nk, sp);
     cpu_prefault_stop(e->pf); /* the first run is over: every page it needed is in */
     e->pf = NULL;
+#ifdef _OPENMP
+    if (nt) {
+        omp_set_num_threads(prev);
+        if (!force_fewer) tpolicy_record(&e->tp, (double)(prof_now_ns() - t_run) * 1e-9, cpu_contended);
+    }
+#endif
+    (void)prev, (void)t_run;
     if (LT_UNLIKELY(err_kernel_pending())) {
         err_kernel_take();
         goto done;

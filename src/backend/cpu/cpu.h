@@ -145,6 +145,26 @@ typedef struct plan {
 int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p);
 void cpu_plan_free(plan *p);
 
+/* ---- thread count on a busy machine (threads.c) ---- */
+/* Per executable: all threads (hi) or one fewer (lo), chosen by the times
+ * of its own runs (threads.c says how). tpolicy_threads: the count for the
+ * next run; tpolicy_record: that run took `seconds`; contended (may be
+ * NULL) is asked, only when a probe is due, whether other processes want
+ * the cores (cpu_contended reads /proc/stat). */
+typedef struct tpolicy {
+    int hi, lo, use;
+    int probing;         /* the next run tries the other count */
+    int runs, since;     /* runs recorded; runs since the last probe */
+    int backoff;         /* runs before the next probe */
+    double recent[2][3]; /* the last three times at hi [0] and lo [1] (a ring) */
+    int nrecent[2];
+    double best[2]; /* the lowest median of three seen; -1: none yet */
+} tpolicy;
+void tpolicy_init(tpolicy *p, int max_threads);
+int tpolicy_threads(const tpolicy *p);
+void tpolicy_record(tpolicy *p, double seconds, int (*contended)(int threads));
+int cpu_contended(int threads);
+
 /* ---- the first run's page faults on a side thread (prefault.c) ---- */
 /* Starts faulting in the arena (pl's temp slots, in the order kernels first
  * write them) and lib (first written by kernel lib_first); NULL if off
@@ -238,5 +258,7 @@ int pool_blk_max_bwd(const int64_t *xs, const int64_t *os, const int64_t *ia, in
 /* Debugging aid for the tests: 64 guard bytes after every buffer the cpu
  * backend allocates, checked after each run. */
 void cpu_set_debug_guards(int on);
+/* Tests: every run with one thread fewer (threads.c's lo), 0 lifts it. */
+void cpu_force_fewer_threads(int on);
 
 #endif
