@@ -388,7 +388,8 @@ static lt_tensor *h_act(const float *v, int bf16, const int64_t *xs) {
 }
 
 static void bn_relu_bwd_blocked_case(int trial, int bf16) {
-    int64_t xs[4] = {2 + rnd(2), 16 * (1 + rnd(2)), 1 + rnd(5), 1 + rnd(5)}, C = xs[1], cs[1] = {C};
+    /* 16-64 channels: the loops share a channel block's samples or take whole blocks (bn_blocked.c) */
+    int64_t xs[4] = {2 + rnd(2), 16 * (1 + rnd(4)), 1 + rnd(5), 1 + rnd(5)}, C = xs[1], cs[1] = {C};
     int64_t n = xs[0] * xs[1] * xs[2] * xs[3];
     size_t es = bf16 ? 2 : 4;
     float *x = malloc((size_t)n * 4), *o = malloc((size_t)n * 4), *a = malloc((size_t)n * 4),
@@ -430,7 +431,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     double tol = bf16 ? 1e-2 : 1e-4;
     for (int level = 0; level <= 2; level++) { /* the statistics (bn_blk_stats: one pass, in cached chunks) */
         core_set_isa(level);
-        float st[2 * 32];
+        float st[2 * 64];
         bn_blk_stats(geom, bx, st);
         int64_t bad = 0;
         for (int64_t c = 0; c < 2 * C; c++) bad += !close_enough(rst[c], st[c], bf16 ? 1e-5 : 1e-6);

@@ -66,12 +66,20 @@ static void *run_at_w(bn_geom b, void *p, int64_t u) { return (void *)run_at(b, 
 
 /* For channel i of block cb: s[i] = sum(a - m[i]), s[16 + i] = sum((a -
  * m[i]) * (b - m2[i])); b NULL: b = a. */
+/* Per channel block, or per sample? With many channel blocks each thread
+ * takes whole blocks (a kernel is then one parallel region, not one or two
+ * per block, and the dx pass finds a block's g and x still in cache where
+ * they fit: ResNet-50's 28x28, 14x14 and 7x7 stages); with few, the
+ * threads share each block's samples (par: the loops below run in
+ * parallel). */
+static int by_block(bn_geom b) { return b.C / 16 >= 2 * NUM_THREADS(); }
+
 static void block_sums(bn_geom b, int64_t cb, const void *a, const void *bb, const float *m, const float *m2,
-                       double s[32]) {
+                       double s[32], int par) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
     double acc[32] = {0};
-#pragma omp parallel for schedule(static) reduction(+ : acc[:32])
+#pragma omp parallel for schedule(static) reduction(+ : acc[:32]) if (par)
     for (int64_t n = 0; n < b.N; n++) {
         const void *ap = run_at(b, a, n * CB + cb), *bp = bb ? run_at(b, bb, n * CB + cb) : ap;
         r->sums(ap, bp, m, m2, b.inner, acc);
@@ -83,21 +91,25 @@ static void block_sums(bn_geom b, int64_t cb, const void *a, const void *bb, con
  * into its own moments, merged in thread order (the same result every
  * run). No data: NaN, as 0/0. */
 enum { BN_MAX_PARTS = 64 };
-void bn_blk_stats(bn_geom b, const void *x, float *out) {
+static void block_stats(bn_geom b, int64_t cb, const void *x, float *out, int par) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
-    int nt = NUM_THREADS() < BN_MAX_PARTS ? NUM_THREADS() : BN_MAX_PARTS;
+    int nt = !par ? 1 : NUM_THREADS() < BN_MAX_PARTS ? NUM_THREADS() : BN_MAX_PARTS;
     double part[BN_MAX_PARTS][33];
-    for (int64_t cb = 0; cb < CB; cb++) {
-        memset(part, 0, (size_t)nt * sizeof part[0]);
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t n = 0; n < b.N; n++) r->moments(run_at(b, x, n * CB + cb), b.inner, part[THREAD_NUM()]);
-        for (int t = 1; t < nt; t++) bn_merge(part[0], part[t][0], &part[t][1], &part[t][17]);
-        for (int i = 0; i < 16; i++) {
-            out[cb * 16 + i] = (float)(part[0][0] ? part[0][1 + i] : NAN);
-            out[b.C + cb * 16 + i] = (float)(part[0][17 + i] / part[0][0]);
-        }
+    memset(part, 0, (size_t)nt * sizeof part[0]);
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+    for (int64_t n = 0; n < b.N; n++) r->moments(run_at(b, x, n * CB + cb), b.inner, part[par ? THREAD_NUM() : 0]);
+    for (int t = 1; t < nt; t++) bn_merge(part[0], part[t][0], &part[t][1], &part[t][17]);
+    for (int i = 0; i < 16; i++) {
+        out[cb * 16 + i] = (float)(part[0][0] ? part[0][1 + i] : NAN);
+        out[b.C + cb * 16 + i] = (float)(part[0][17 + i] / part[0][0]);
     }
+}
+
+void bn_blk_stats(bn_geom b, const void *x, float *out) {
+    int blockwise = by_block(b);
+#pragma omp parallel for schedule(static) if (blockwise)
+    for (int64_t cb = 0; cb < b.C / 16; cb++) block_stats(b, cb, x, out, !blockwise);
 }
 
 void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, const float *w, const float *bias,
@@ -118,11 +130,11 @@ void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, cons
 }
 
 /* block_sums(g, x, 0, m2) for g of bn_grad gr (out not NULL), which gr.gm receives. */
-static void block_gsums(bn_geom b, int64_t cb, bn_grad gr, const void *x, const float *m2, double s[32]) {
+static void block_gsums(bn_geom b, int64_t cb, bn_grad gr, const void *x, const float *m2, double s[32], int par) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
     double acc[32] = {0};
-#pragma omp parallel for schedule(static) reduction(+ : acc[:32])
+#pragma omp parallel for schedule(static) reduction(+ : acc[:32]) if (par)
     for (int64_t n = 0; n < b.N; n++) {
         int64_t u = n * CB + cb;
         r->gsums(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, run_at(b, gr.out, u), run_at(b, x, u),
@@ -138,13 +150,15 @@ void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const floa
     double cnt = (double)(b.N * b.inner);
     /* g as it is in memory, if it is: given, or written by the sums pass */
     const void *g = gr.out ? gr.gm : gr.a;
+    int blockwise = by_block(b), par = !blockwise;
+#pragma omp parallel for schedule(static) if (blockwise)
     for (int64_t cb = 0; cb < CB; cb++) {
         int64_t c0 = cb * 16;
         double s[32] = {0}, is[16];
         static const float zero[16];
         for (int i = 0; i < 16; i++) is[i] = 1.0 / sqrt((double)v[c0 + i] + eps);
-        if (gr.out && (batch || sums || gr.gm)) block_gsums(b, cb, gr, x, m + c0, s);
-        else if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s); /* s[16 + i] = sum(g (x - m)) */
+        if (gr.out && (batch || sums || gr.gm)) block_gsums(b, cb, gr, x, m + c0, s, par);
+        else if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s, par); /* s[16 + i] = sum(g (x - m)) */
         if (sums)
             for (int i = 0; i < 16; i++) {
                 sums[c0 + i] = (float)(s[16 + i] * is[i]);
@@ -158,7 +172,7 @@ void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const floa
             cx[i] = batch ? (float)(s[16 + i] * is[i] * is[i] / cnt) : 0;
             mc[i] = m[c0 + i];
         }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (par)
         for (int64_t n = 0; n < b.N; n++) {
             int64_t u = n * CB + cb;
             if (g) r->dx(run_at(b, g, u), run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
