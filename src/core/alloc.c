@@ -76,6 +76,7 @@ void *core_aligned_alloc(size_t n) { return aligned(n, 64); }
 #endif
 #endif
 
+#ifndef NO_CACHE
 static struct {
     int n;
     size_t bytes;
@@ -89,6 +90,7 @@ static void cache_drop(int i) {
     memmove(&cache.p[i], &cache.p[i + 1], (size_t)(cache.n - i) * sizeof cache.p[0]);
     memmove(&cache.size[i], &cache.size[i + 1], (size_t)(cache.n - i) * sizeof cache.size[0]);
 }
+#endif
 
 void *core_buffer_alloc(size_t n) {
 #ifndef NO_CACHE
