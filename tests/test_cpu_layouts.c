@@ -348,7 +348,11 @@ TEST(bf16_maxpool_stem_blocked) {
     double *t[3], *r[3], *c[3], fb;
     int64_t nt[3], nr[3], nc[3];
     stem_run(1, 0, t, nt, &fb), stem_run(1, 1, r, nr, &fb), stem_run(0, 1, c, nc, &fb);
+#ifdef LT_HAVE_DNNL
     CHECK_MSG(fb == 0, "%.0f kernels of the cpu's bf16 step fell back to the reference", fb);
+#else /* the bf16 convs run on the reference kernel, so the pooling runs plain; values still checked */
+    (void)fb;
+#endif
     for (int i = 0; i < 3; i++) {
         CHECK(nt[i] == nr[i] && nt[i] == nc[i]);
         double er = rel_err(t[i], r[i], nt[i]), ec = rel_err(t[i], c[i], nt[i]);
