@@ -84,6 +84,7 @@ TEST(prefault_races_writers_harmlessly) {
     pl.nslots = NS;
     pl.slots = sl;
     pl.arena_bytes = (size_t)NS * 2 * chunk;
+    g_config.prefault = 1;
     for (int round = 0; round < 3; round++) {
         unsigned char *temps = core_huge_alloc(pl.arena_bytes), *lib = core_huge_alloc(chunk);
         CHECK(temps && lib);
@@ -104,6 +105,7 @@ TEST(prefault_races_writers_harmlessly) {
         core_free(lib);
     }
     cpu_prefault_stop(NULL); /* nothing started: nothing to stop */
+    g_config.prefault = 0;
 }
 
 /* A model trained with and without the side thread computes the same. */
@@ -113,7 +115,7 @@ TEST(prefault_changes_no_result) {
         g_config.prefault = pass;
         CHECK(train_small_losses(3, 3, loss[pass]) == 0);
     }
-    g_config.prefault = 1;
+    g_config.prefault = 0;
     CHECK(!memcmp(loss[0], loss[1], sizeof loss[0]));
 }
 

@@ -165,7 +165,7 @@ typedef struct core_config {
     const char *trace_file;   /* LT_TRACE_FILE */
     int trace_kernels;        /* LT_TRACE_KERNELS */
     int bn_fuse;              /* LT_BN_FUSE: 0 runs batch norm's ReLU/add epilogue and prologue as separate kernels (A/B) */
-    int prefault;             /* LT_PREFAULT (default 1): first run's arena faulted in on a side thread */
+    int prefault;             /* LT_PREFAULT=1: first run's arena faulted in on a side thread (default 0) */
     int adapt_threads;        /* LT_ADAPT_THREADS (default 1): one thread fewer when that runs faster */
 } core_config;
 extern core_config g_config;

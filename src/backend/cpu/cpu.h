@@ -168,7 +168,7 @@ int cpu_contended(int threads);
 /* ---- the first run's page faults on a side thread (prefault.c) ---- */
 /* Starts faulting in the arena (pl's temp slots, in the order kernels first
  * write them) and lib (first written by kernel lib_first); NULL if off
- * (LT_PREFAULT=0), nothing to do, or no thread. The run reports the kernel
+ * (unless LT_PREFAULT=1), nothing to do, or no thread. The run reports the kernel
  * it reached (cpu_prefault_at) and stops it at its end (cpu_prefault_stop,
  * which takes NULL). */
 typedef struct prefault prefault;

@@ -13,6 +13,10 @@
  * in the order the kernels first need the memory, skipping what the run
  * has already reached. The run stops it at its end.
  *
+ * Off unless LT_PREFAULT=1: on the shared 2-core machine, with both cores
+ * contended, ResNet-50's first step was slower with it in both batch-32
+ * pairs measured (README); a quiet machine may say otherwise.
+ *
  * Chunks of 2 MiB (a huge page; the arena is 2 MiB aligned). */
 #include "cpu.h"
 
