@@ -839,6 +839,20 @@ def directed():
     for d in FLOATS:
         c.append(("layer_norm", [RG(T([[-4.1, -0.6, 4.0], [1.0, 2.0, 0.5]], d)), 1, RG(T([-2.5, 0.9, 0.7], d)),
                                  RG(T([-0.8, 3.4, 3.1], d)), 1e-3], T([-1.6, -inf, 0.1, 1.0, 2.0, 3.0], d)))
+    # layer norm's moments in the row's type, in PyTorch's order (Welford per
+    # lane of 8 floats / 4 doubles, chunks of 16 vectors, a cascade, the tail,
+    # then the lanes): where a huge value overflows decides between a row of
+    # NaN and a finite one (lengths 3, 16, 40, 300: tail only, one chunk,
+    # chunk + tail, a cascade of 3 chunks + tail)
+    gl = torch.Generator().manual_seed(17)
+    for n, spots, d in [(3, [(1, 1e30)], f32), (16, [(3, 1e20)], f32), (40, [(39, 3e19)], f32), (40, [(5, 3e19)], f32),
+                        (300, [(7, 1e25)], f32), (300, [(297, 1e25)], f32), (300, [(100, 1e19), (108, -1e19)], f32),
+                        (16, [(3, 1e200)], f64)]:
+        x = torch.randn(2, n, generator=gl, dtype=f64).to(d)
+        for i, v in spots:
+            x[0, i] = v
+        c.append(("layer_norm", [RG(x), 1, RG(torch.randn(n, generator=gl, dtype=f64).to(d)), None, 1e-5],
+                  torch.randn(2, n, generator=gl, dtype=f64).to(d)))
     return c
 
 

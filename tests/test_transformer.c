@@ -4,6 +4,9 @@
  * lazy and matches its definition, a tied weight sums both gradients. */
 #include "harness.h"
 
+#include "backend/cpu/cpu.h"
+#include "backend/ref/ref_nn.h"
+
 static uint64_t lcg = 99;
 static double urand(void) { /* [-1, 1) */
     lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
@@ -39,6 +42,40 @@ TEST(float32_kernels_are_the_fast_ones) {
     CHECK(gx && gw && nrm && lt_item(nrm) > 0);
     lt_free(nrm), lt_free(l), lt_free(a), lt_free(h), lt_free(w), lt_free(x);
     CHECK_NO_ERR();
+}
+
+/* Layer norm's moments (PyTorch's order of float operations, so that
+ * overflow gives NaN where PyTorch does): the cpu backend's vector copy
+ * equals the reference to the bit, for lengths around the 8-lane vectors,
+ * the 16-vector chunks and the cascade's levels, row counts that are not a
+ * multiple of the rows done together, and rows holding huge values. */
+TEST(layer_norm_moments_match_the_reference_bitwise) {
+    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 255, 256, 384, 385, 768, 2049, 4100};
+    int bad = 0, nan_rows = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        int64_t n = lens[li], rows = 1 + (int64_t)li % 6, s[1] = {rows * n};
+        float *x = malloc((size_t)(rows * n) * sizeof *x), m[8], v[8];
+        for (int64_t i = 0; i < rows * n; i++) {
+            double u = urand();
+            x[i] = (float)(fabs(u) > 0.995 ? u * 1e30 : fabs(u) > 0.99 ? u * 4e19 : u * 3 + 0.5);
+        }
+        cpu_ln_moments(x, rows, n, m, v);
+        ref_arg ra = {x, LT_F32, 1, s, rows * n};
+        for (int64_t r = 0; r < rows; r++) {
+            double rm, rv;
+            ref_row_moments(&ra, r, n, &rm, &rv);
+            float fm = (float)rm, fv = (float)rv;
+            bool same = (memcmp(&fm, &m[r], 4) == 0 || (isnan(fm) && isnan(m[r]))) &&
+                        (memcmp(&fv, &v[r], 4) == 0 || (isnan(fv) && isnan(v[r])));
+            nan_rows += isnan(fv);
+            if (!same && bad++ < 5)
+                CHECK_MSG(0, "n %lld row %lld: cpu mean %.9g var %.9g, ref %.9g %.9g", (long long)n, (long long)r,
+                          m[r], v[r], fm, fv);
+        }
+        free(x);
+    }
+    CHECK_MSG(bad == 0, "%d rows differ", bad);
+    CHECK_MSG(nan_rows > 0, "no row overflowed: the huge values no longer reach the merges");
 }
 
 /* The forward's peak memory at T = 256, 512, 1024: inputs and output are
@@ -137,6 +174,7 @@ TEST(bad_arguments) {
 
 int main(void) {
     RUN(float32_kernels_are_the_fast_ones);
+    RUN(layer_norm_moments_match_the_reference_bitwise);
     RUN(attention_memory_is_linear_in_t);
     RUN(clip_grad_norm);
     RUN(weight_tying_sums_both_gradients);

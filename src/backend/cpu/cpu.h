@@ -200,6 +200,11 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
+ * mean and biased variance of each, bit for bit the reference's
+ * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */
+#define CPU_LN_ROWS 4
+void cpu_ln_moments(const float *x, int64_t rows, int64_t n, float *mean, float *var);
 /* Does batch-norm node y run on the kernels here (plain or blocked, alone
  * or fused)? Its activations (the first one or two operands and an output
  * of their shape) all float32 or all bfloat16 (autocast's mixed batch

@@ -28,15 +28,14 @@ static int64_t ln_inner(const gnode *x, int64_t nnorm) {
     return inner;
 }
 
-static void ln_stats(const float *x, int64_t n, double eps, float *m, float *rstd) {
-    float s = 0, q = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t k = 0; k < n; k++) s += x[k];
-    float mu = s / (float)n;
-#pragma omp simd reduction(+ : q)
-    for (int64_t k = 0; k < n; k++) q += (x[k] - mu) * (x[k] - mu);
-    *m = mu;
-    *rstd = (float)(1.0 / sqrt((double)(q / (float)n) + eps));
+/* Mean and rstd of rows [r0, r0 + nr), nr <= CPU_LN_ROWS, as PyTorch
+ * computes them, in float (ln_moments.c: a row holding 1e30 is NaN there). */
+static int ln_stats(const float *x, int64_t r0, int64_t rows, int64_t n, double eps, float *m, float *rstd) {
+    int nr = rows - r0 < CPU_LN_ROWS ? (int)(rows - r0) : CPU_LN_ROWS;
+    float var[CPU_LN_ROWS];
+    cpu_ln_moments(x + r0 * n, nr, n, m, var);
+    for (int q = 0; q < nr; q++) rstd[q] = 1.0f / sqrtf(var[q] + (float)eps);
+    return nr;
 }
 
 /* LAYER_NORM (x[, w][, b]) ia [nnorm, has_w, has_b] */
@@ -44,15 +43,18 @@ static void layer_norm(const gnode *y, const gnode *xn, void *const *in, double 
     const float *x = in[0], *w = y->ia[1] ? in[1] : NULL, *b = y->ia[2] ? in[1 + (y->ia[1] != 0)] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *o = out + r * n, m, rs;
-        ln_stats(xr, n, eps, &m, &rs);
-        if (w && b) { /* the common case, a loop without branches */
+    for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
+        float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
+        int nr = ln_stats(x, r0, rows, n, eps, m, rs);
+        for (int q = 0; q < nr; q++) {
+            const float *xr = x + (r0 + q) * n;
+            float *o = out + (r0 + q) * n, a = rs[q], bias = -a * m[q]; /* PyTorch's form: x rstd + (-rstd mean) */
+            if (w && b) { /* the common case, a loop without branches */
 #pragma omp simd
-            for (int64_t k = 0; k < n; k++) o[k] = (xr[k] - m) * rs * w[k] + b[k];
-        } else {
-            for (int64_t k = 0; k < n; k++) o[k] = (xr[k] - m) * rs * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+                for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * w[k] + b[k];
+            } else {
+                for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+            }
         }
     }
 }
@@ -61,26 +63,30 @@ static void layer_norm(const gnode *y, const gnode *xn, void *const *in, double 
 static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
     const float *g = in[0], *x = in[1], *w = y->ia[1] ? in[2] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
+    float scale = 1.0f / (float)n;
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n, *gr = g + r * n;
-        float *o = out + r * n, m, a, db = 0, ds = 0;
-        ln_stats(xr, n, eps, &m, &a);
-        if (w) { /* o holds w * g first: the loops stay free of branches */
+    for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
+        float ms[CPU_LN_ROWS], as[CPU_LN_ROWS];
+        int nr = ln_stats(x, r0, rows, n, eps, ms, as);
+        for (int q = 0; q < nr; q++) {
+            const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
+            float *o = out + (r0 + q) * n, m = ms[q], a = as[q], db = 0, ds = 0;
+            if (w) { /* o holds w * g first: the loops stay free of branches */
 #pragma omp simd
-            for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
-        } else {
-            memcpy(o, gr, (size_t)n * sizeof *o);
-        }
+                for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
+            } else {
+                memcpy(o, gr, (size_t)n * sizeof *o);
+            }
 #pragma omp simd reduction(+ : db, ds)
-        for (int64_t k = 0; k < n; k++) {
-            db += o[k];
-            ds += o[k] * xr[k];
-        }
-        /* PyTorch's form (the reference's comment): an inf g makes its row NaN */
-        float b = (db * m - ds) * a * a * a / (float)n, c = -b * m - db * a / (float)n;
+            for (int64_t k = 0; k < n; k++) {
+                db += o[k];
+                ds += o[k] * xr[k];
+            }
+            /* PyTorch's form (the reference's comment): an inf g makes its row NaN */
+            float b = (db * m - ds) * a * a * a * scale, c = -b * m - db * a * scale;
 #pragma omp simd
-        for (int64_t k = 0; k < n; k++) o[k] = a * o[k] + b * xr[k] + c;
+            for (int64_t k = 0; k < n; k++) o[k] = a * o[k] + b * xr[k] + c;
+        }
     }
 }
 
@@ -98,13 +104,16 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
     for (int c = 0; c < LN_CHUNKS; c++) {
         double *pw = part + (size_t)c * 2 * (size_t)n, *pb = pw + n;
         int64_t r1 = (c + 1) * per < rows ? (c + 1) * per : rows;
-        for (int64_t r = c * per; r < r1; r++) {
-            const float *xr = x + r * n, *gr = g + r * n;
-            float m, rs;
-            ln_stats(xr, n, eps, &m, &rs);
-            for (int64_t k = 0; k < n; k++) {
-                pw[k] += (double)(gr[k] * (xr[k] - m) * rs);
-                pb[k] += gr[k];
+        for (int64_t r0 = c * per; r0 < r1; r0 += CPU_LN_ROWS) {
+            float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
+            int nr = ln_stats(x, r0, r1, n, eps, m, rs);
+            for (int q = 0; q < nr; q++) {
+                const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
+                float a = rs[q], bias = -a * m[q];
+                for (int64_t k = 0; k < n; k++) {
+                    pw[k] += (double)(gr[k] * (xr[k] * a + bias));
+                    pb[k] += gr[k];
+                }
             }
         }
     }

@@ -54,6 +54,9 @@ int ref_scratch_reserve(const exec_graph *g) {
             for (int i = 0; i < y->nin; i++) /* cross-entropy: one row of its logits */
                 if ((size_t)g->nodes[y->in[i]].numel > need) need = (size_t)g->nodes[y->in[i]].numel;
             break;
+        case LT_OP_LN_BWD_PARAMS: /* its two accumulators (2, normalized shape) */
+            if ((size_t)y->numel > need) need = (size_t)y->numel;
+            break;
         case LT_OP_ATTENTION: case LT_OP_ATTENTION_BWD: {
             size_t t = (size_t)ref_attention_scratch(y);
             if (t > need) need = t;

@@ -39,6 +39,11 @@ void ref_attention_bwd(const gnode *y, const ref_arg *in, const double *sc, void
 int64_t ref_attention_scratch(const gnode *y); /* doubles of ref_scratch either attention kernel needs */
 void ref_grad_norm(const gnode *y, const ref_arg *in, void *out);
 
+/* The mean and biased variance of row `row` of n elements of x (a float
+ * dtype), accumulated in float for float32 and bfloat16, in PyTorch's order
+ * (ref_moments.c; the cpu backend's vector version agrees to the bit). */
+void ref_row_moments(const ref_arg *x, int64_t row, int64_t n, double *mean, double *var);
+
 /* The dropout mask, shared by every backend so that all of them (and the
  * backward, which reruns DROPOUT with the same seed) drop the same
  * elements: element i is kept iff u(seed, i) >= p, where u is a

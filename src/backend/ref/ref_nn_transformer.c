@@ -13,28 +13,27 @@ static int64_t ln_inner(const ref_arg *x, int64_t nnorm) {
     return inner;
 }
 
-/* Mean and 1/sqrt(biased var + eps) of row r, two passes. */
+/* Mean and rstd = 1/sqrt(biased var + eps) of row r as PyTorch computes
+ * them: in the row's type (float for float32 and bfloat16, where a row
+ * holding 1e30 overflows to NaN as there), ref_moments.c. */
 static void ln_row_stats(const ref_arg *x, int64_t r, int64_t inner, double eps, double *m, double *rstd) {
-    double s = 0, q = 0;
-    for (int64_t k = 0; k < inner; k++) s += ld_f(x->data, x->dtype, r * inner + k);
-    *m = s / (double)inner;
-    for (int64_t k = 0; k < inner; k++) {
-        double d = ld_f(x->data, x->dtype, r * inner + k) - *m;
-        q += d * d;
-    }
-    *rstd = 1.0 / sqrt(q / (double)inner + eps);
+    double var;
+    ref_row_moments(x, r, inner, m, &var);
+    *rstd = x->dtype == LT_F64 ? 1.0 / sqrt(var + eps) : (double)(1.0f / sqrtf((float)var + (float)eps));
 }
 
 /* in: x, [weight], [bias] (the normalized shape) -> x's shape.
- * ia [nnorm, has_weight, has_bias]; sc [eps]. */
+ * ia [nnorm, has_weight, has_bias]; sc [eps]. PyTorch's form: x rstd +
+ * (-rstd mean), then the weight and the bias. */
 void ref_layer_norm(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     const ref_arg *x = &in[0], *w = y->ia[1] ? &in[1] : NULL, *b = y->ia[2] ? &in[1 + (y->ia[1] != 0)] : NULL;
     int64_t inner = ln_inner(x, y->ia[0]), rows = x->numel / inner;
     for (int64_t r = 0; r < rows; r++) {
         double m, rs;
         ln_row_stats(x, r, inner, sc[0], &m, &rs);
+        double bias = -rs * m;
         for (int64_t k = 0; k < inner; k++) {
-            double v = (ld_f(x->data, x->dtype, r * inner + k) - m) * rs;
+            double v = ld_f(x->data, x->dtype, r * inner + k) * rs + bias;
             if (w) v *= ld_f(w->data, w->dtype, k);
             if (b) v += ld_f(b->data, b->dtype, k);
             st_f(out, (lt_dtype)y->dtype, r * inner + k, v);
@@ -74,9 +73,10 @@ void ref_ln_bwd_params(const gnode *y, const ref_arg *in, const double *sc, void
     for (int64_t r = 0; r < rows; r++) {
         double m, rs;
         ln_row_stats(x, r, inner, sc[0], &m, &rs);
+        double bias = -rs * m;
         for (int64_t k = 0; k < inner; k++) {
             double gv = ld_f(g->data, g->dtype, r * inner + k);
-            acc[k] += gv * (ld_f(x->data, x->dtype, r * inner + k) - m) * rs;
+            acc[k] += gv * (ld_f(x->data, x->dtype, r * inner + k) * rs + bias);
             acc[inner + k] += gv;
         }
     }
