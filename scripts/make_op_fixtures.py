@@ -246,7 +246,7 @@ GRAD_OPS = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "add_scalar
             "clone", "contiguous", "view", "reshape", "flatten", "transpose", "t", "permute", "slice", "narrow",
             "select", "expand", "unsqueeze", "squeeze", "diagonal", "as_strided", "conv2d", "max_pool2d",
             "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "linear", "dropout", "nll_loss", "cross_entropy",
-            "mse_loss", "gather", "index_select", "embedding", "copy_", "erf", "gelu", "layer_norm",
+            "mse_loss", "gather", "index_select", "embedding", "copy_", "fill_", "zero_", "erf", "gelu", "layer_norm",
             "scaled_dot_product_attention"}
 GRAD_OPS |= {o + "_" for o in GRAD_OPS if o + "_" in OTHER or o in BINARY or o in UNARY}
 
@@ -321,12 +321,12 @@ def m_copy(g, op):
     return [rg(g.tensor(s, g.dtype())), rg(g.tensor(g.bshape(s), g.dtype()))]
 
 
-def m_fill(g, op):
-    return [g.tensor(g.shape(), g.dtype()), g.r.choice([0.0, 1.5, -3.0, math.nan, math.inf, 1e20, 2.0 ** 31])]
+def m_fill(g, op):  # a float target requires grad (cloned: a non-leaf), the value does not
+    return [rg(g.tensor(g.shape(), g.dtype())), g.r.choice([0.0, 1.5, -3.0, math.nan, math.inf, 1e20, 2.0 ** 31])]
 
 
 def m_zero(g, op):
-    return [g.tensor(g.shape(), g.dtype())]
+    return [rg(g.tensor(g.shape(), g.dtype()))]
 
 
 def m_create(g, op):
@@ -788,6 +788,24 @@ def directed():
     c.append(("cross_entropy", [RG(T([1.0, 2.0, 0.5], f64)), T(2, i64), 0.0], None))
     c.append(("mse_loss", [RG(T([[1.0, 2.0]], f32)), RG(T([0.5], f64))], None))
     c.append(("mse_loss", [RG(T([[1.0], [2.0]], f32)), RG(T([0.5, 3.0], f32))], None))
+    # copy_ / fill_ / zero_ of a value without grad into a non-leaf that
+    # requires grad: the result still requires grad, the overwritten value
+    # gets a zero gradient (copy_ from a value with grad passes it on)
+    c.append(("copy_", [RG(T([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], f32)), T([7.0, 8.0, 9.0], f32)], None))
+    c.append(("copy_", [RG(T([1.5, -2.0], f64)), T([3, 4], i64)], None))
+    c.append(("copy_", [RG(T([1.5, -2.0], f64)), RG(T([3.0, 4.0], f32))], None))
+    c.append(("fill_", [RG(T([[1.0, 2.0], [3.0, 4.0]], f32)), 1.5], None))
+    c.append(("zero_", [RG(T([1.0, inf, nan], f64))], None))
+    # index_select / gather with 0-d operands: PyTorch counts a 0-d tensor as [1]
+    c.append(("index_select", [RG(T(5.0, f32)), 0, T(0, i64)], None))
+    c.append(("index_select", [RG(T(5.0, f64)), -1, T([0], i32)], None))
+    c.append(("index_select", [RG(T([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], f32)), 1, T(2, i64)], None))
+    c.append(("index_select", [RG(T(5.0, f32)), 0, T([1], i64)], None))
+    c.append(("gather", [RG(T(5.0, f32)), 0, T(0, i64)], None))
+    c.append(("gather", [RG(T(5.0, f32)), -1, T([0, 0], i64)], None))
+    c.append(("gather", [RG(T([1.0, 2.0, 3.0], f64)), 0, T(2, i64)], None))
+    c.append(("gather", [RG(T(5.0, f32)), 0, T([1], i64)], None))
+    c.append(("gather", [RG(T(5.0, f32)), 1, T(0, i64)], None))
     # Value mismatches the random cases found after items 1-12 (seeds 1-6):
     # matmul checks dtypes only where it multiplies (an empty operand: mixed
     # or bool dtypes accepted, the result takes one operand's dtype)
@@ -940,9 +958,6 @@ def run_case(w, cid, op, args, gout_spec, g):
         for k in (3, 4):
             if isinstance(targs[k], torch.Tensor):
                 case["after"].append([k, w.add(f"{cid}.a{k}", targs[k])])
-    if op == "copy_" and not (isinstance(args[1], RG) and args[1].t.dtype in FLOATS):
-        w.cases.append(case)  # known divergence: backward through copy_ of a source without grad (values only)
-        return case
     if leaves and out.requires_grad and out.dtype in FLOATS:
         if gout_spec is not None:
             go = gout_spec.to(out.dtype).reshape(out.shape)

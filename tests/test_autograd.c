@@ -503,6 +503,34 @@ TEST(detach_and_no_grad) {
     lt_free(x);
 }
 
+/* copy_ / fill_ / zero_ of a value that needs no grad over a non-leaf
+ * that requires grad (issue 17): as in PyTorch the result still requires
+ * grad, and the overwritten elements pass a zero gradient (a NaN upstream
+ * gradient there too: selected, not multiplied). */
+TEST(overwrite_keeps_requires_grad) {
+    double xv[3] = {1, 2, 3};
+    int64_t s3[1] = {3}, r13[2] = {1, 3};
+    lt_tensor *x = leaf(1, s3, xv), *g = lt_from_data((double[]){NAN, 1, 2}, LT_F64, 1, s3);
+    lt_tensor *y = lt_exp(x);
+    CHECK(lt_fill_(y, 2) == y && lt_requires_grad(y));
+    CHECK(lt_backward_with(y, g) == 0); /* a plain tensor, all overwritten: zeros */
+    EXPECT_VALUES(lt_grad(x), 0, 0, 0, 0);
+    lt_tensor *y2 = lt_mul_scalar(x, 2), *v = lt_view(y2, 2, r13), *one = lt_ones(LT_I64, 1, s3);
+    CHECK(lt_copy_(v, one) == v && lt_requires_grad(y2) && lt_requires_grad(v)); /* a view covering it */
+    CHECK(lt_backward_with(y2, g) == 0);
+    EXPECT_VALUES(lt_grad(x), 0, 0, 0, 0);
+    EXPECT_VALUES(y2, 0, 1, 1, 1);
+    lt_tensor *y3 = lt_mul_scalar(x, 2), *w = lt_slice(y3, 0, 1, 3, 1);
+    CHECK(lt_zero_(w) == w && lt_requires_grad(y3)); /* a window: the rest keeps its gradient */
+    CHECK(lt_backward_with(y3, g) == 0);
+    lt_tensor *head = lt_slice(lt_grad(x), 0, 0, 1, 1), *tail = lt_slice(lt_grad(x), 0, 1, 3, 1);
+    CHECK_MSG(isnan(lt_item(head)), "grad[0] %g, expected NaN (2 * NaN)", lt_item(head));
+    EXPECT_VALUES(tail, 0, 0, 0);
+    lt_tensor *all[] = {head, tail, w, y3, one, v, y2, y, g, x};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
+    CHECK_NO_ERR();
+}
+
 TEST(errors) {
     double xv[4] = {1, 2, 3, 4};
     lt_tensor *x = leaf(1, (int64_t[]){4}, xv);
@@ -623,6 +651,7 @@ int main(void) {
     RUN(gradcheck_transformer_random_shapes);
     RUN(accumulate_and_zero_grad);
     RUN(detach_and_no_grad);
+    RUN(overwrite_keeps_requires_grad);
     RUN(errors);
     RUN(mixed_dtypes);
     RUN(one_graph_per_step);

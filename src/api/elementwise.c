@@ -267,7 +267,7 @@ static lt_tensor *fill(const char *fn, lt_tensor *a, double value) {
                        dtype_name((lt_dtype)a->dtype));
     ir_node *n = ir_new(LT_OP_FILL, (lt_dtype)a->dtype, a->ndim, a->shape, 0, NULL, 0, NULL, 1, &value);
     if (!n || (LT_UNLIKELY(g_ag_on) && ag_check_inplace(fn, a, 0, NULL)) || func_assign(a, n)) return NULL;
-    if (LT_UNLIKELY(g_ag_on)) ag_fill(a);
+    if (LT_UNLIKELY(g_ag_on) && ag_fill(a)) return NULL;
     API_LEAVE(fn, a);
     return a;
 }

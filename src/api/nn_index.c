@@ -4,15 +4,19 @@
  * (src/exec/index_check.c).
  * ia: GATHER [dim, a's shape...], INDEX_SELECT [dim, a.size(dim)],
  * EMBEDDING [V], SCATTER_ADD / INDEX_ADD [dim]: the forward nodes carry
- * the input size their backward must produce. */
+ * the input size their backward must produce. A 0-d tensor counts as one of
+ * shape [1] (PyTorch: gather of a 0-d a by a [k] index is [k], index_select
+ * of a 0-d a is 0-d). */
 #include "nn_util.h"
 
 /* The first dim d (except `skip`, -1 for none) where index.size(d) > t.size(d), or -1. */
 static int index_exceeds(const lt_tensor *index, const lt_tensor *t, int skip) {
     for (int d = 0; d < index->ndim; d++)
-        if (d != skip && index->shape[d] > t->shape[d]) return d;
+        if (d != skip && index->shape[d] > (t->ndim ? t->shape[d] : 1)) return d;
     return -1;
 }
+
+static int ndim1(const lt_tensor *t) { return t->ndim ? t->ndim : 1; }
 
 static int index_fits(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t, int skip) {
     int d = index_exceeds(index, t, skip);
@@ -29,7 +33,7 @@ static int wrap(const char *fn, int dim, const lt_tensor *a) {
 }
 
 static int same_ndim(const char *fn, const lt_tensor *index, const char *arg, const lt_tensor *t) {
-    if (index->ndim == t->ndim) return 0;
+    if (ndim1(index) == ndim1(t)) return 0;
     err_set(LT_ERR_SHAPE, "%s: argument 'index' %s must have as many dims as '%s' %s", fn,
             SHAPE_STR(index->ndim, index->shape), arg, SHAPE_STR(t->ndim, t->shape));
     return -1;
@@ -55,7 +59,7 @@ lt_tensor *lt_gather(lt_tensor *a, int dim, lt_tensor *index) {
     if (api_check(fn, "a", a) || api_check(fn, "index", index)) return NULL;
     int d = wrap(fn, dim, a);
     if (d >= 0 && index->numel == 0 &&
-        (index->dtype != LT_I64 || index->ndim != a->ndim || index_exceeds(index, a, d) >= 0))
+        (index->dtype != LT_I64 || ndim1(index) != ndim1(a) || index_exceeds(index, a, d) >= 0))
         return gather_empty(a, index);
     if (d < 0 || nn_int64(fn, "index", index) || same_ndim(fn, index, "a", a) || index_fits(fn, index, "a", a, d))
         return NULL;
@@ -84,13 +88,15 @@ lt_tensor *nn_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor 
     return t;
 }
 
-/* a's shape with dim replaced by the index's element count. */
+/* a's shape with dim replaced by the index's element count; a 0-d a gives
+ * a 0-d result (PyTorch), which takes one index (index_add, the backward,
+ * has one element to add: PyTorch's backward fails for more). */
 static int selected_shape(const char *fn, const lt_tensor *a, int d, const lt_tensor *index, int64_t *shape) {
-    if (a->ndim < 1 || index->ndim > 1) {
-        err_set(LT_ERR_SHAPE, "%s: needs a tensor with at least 1 dim and a 0-d or 1-d 'index', got %s and %s", fn,
-                SHAPE_STR(a->ndim, a->shape), SHAPE_STR(index->ndim, index->shape));
+    if (index->ndim > 1) {
+        err_set(LT_ERR_SHAPE, "%s: argument 'index' must be 0-d or 1-d, got %s", fn, SHAPE_STR(index->ndim, index->shape));
         return -1;
     }
+    if (a->ndim == 0) return 0;
     memcpy(shape, a->shape, (size_t)a->ndim * 8);
     shape[d] = index->numel;
     return 0;
@@ -103,7 +109,7 @@ lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index) {
     int64_t shape[LT_MAX_DIMS];
     int d = wrap(fn, dim, a);
     if (d < 0 || selected_shape(fn, a, d, index, shape)) return NULL;
-    int64_t ia[2] = {d, a->shape[d]};
+    int64_t ia[2] = {d, a->ndim ? a->shape[d] : 1};
     lt_tensor *in[2] = {a, index};
     lt_tensor *t = nn_node(LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, a->ndim, shape, 2, in, 2, ia, 0, NULL);
     API_LEAVE(fn, t);
@@ -119,6 +125,8 @@ lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
     int64_t shape[LT_MAX_DIMS];
     int d = wrap(fn, dim, base);
     if (d < 0 || selected_shape(fn, base, d, index, shape)) return NULL;
+    if (base->ndim == 0 && index->numel > 1)
+        return err_set(LT_ERR_SHAPE, "%s: a 0-d 'base' takes one index, got %s", fn, SHAPE_STR(index->ndim, index->shape));
     if (src->ndim != base->ndim || memcmp(src->shape, shape, (size_t)base->ndim * 8))
         return err_set(LT_ERR_SHAPE, "%s: argument 'src' has shape %s; expected %s", fn, SHAPE_STR(src->ndim, src->shape),
                        SHAPE_STR(base->ndim, shape));

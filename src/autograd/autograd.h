@@ -65,8 +65,10 @@ int ag_record(ir_node *n, int nin, lt_tensor *const *in, lt_tensor *out);
 int ag_check_inplace(const char *fn, lt_tensor *t, int nin, lt_tensor *const *in);
 /* After func_assign(dst, v) in lt_copy_ (cast: v is a new CAST node). */
 int ag_copy(lt_tensor *dst, lt_tensor *src, int cast);
-/* After func_assign(t, FILL): t's new value needs no grad. */
-void ag_fill(lt_tensor *t);
+/* After func_assign(t, FILL): t's new value needs no grad (but if t's
+ * storage requires grad, t still does, with a zero gradient for the old
+ * value, as PyTorch). 0, or -1 (OOM). */
+int ag_fill(lt_tensor *t);
 /* t is a new plain handle holding a's value (clone): it shares a's grad. */
 void ag_share(lt_tensor *a, lt_tensor *t);
 

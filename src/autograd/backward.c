@@ -27,6 +27,7 @@ void ag_tmp_free_all(void) {
 
 lt_tensor *ag_zero0(lt_dtype dt) { return K(lt_full(0.0, dt, 0, NULL)); }
 lt_tensor *ag_same(lt_tensor *g) { return lt_clone(g); }
+lt_tensor *ag_zeros_like_fn(const ag_fn *in) { return lt_zeros((lt_dtype)in->dtype, in->ndim, in->shape); }
 
 int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     lt_dtype dt = (lt_dtype)f->dtype;
@@ -157,8 +158,11 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_MSE_LOSS: case LT_OP_GATHER: case LT_OP_INDEX_SELECT: case LT_OP_EMBEDDING:
         return ag_bw_nn(f, g, gi);
     case LT_OP_ERF: case LT_OP_GELU: case LT_OP_LAYER_NORM: case LT_OP_ATTENTION: return ag_bw_transformer(f, g, gi);
+    case LT_OP_FILL: /* a value overwritten by copy_ / fill_ of one that needs no grad (record.c) */
+        if (NEED(0)) gi[0] = ag_zeros_like_fn(f->next[0]);
+        return 0;
     /* not differentiable: never recorded (no GRAD flag, or an integer result) */
-    case LT_OP_DATA: case LT_OP_FILL: case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT:
+    case LT_OP_DATA: case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT:
     case LT_OP_GE: case LT_OP_ARGMAX: case LT_OP_ARGMIN: case LT_OP_COUNT:
     case LT_OP_CONV2D_BWD_INPUT: case LT_OP_CONV2D_BWD_WEIGHT: case LT_OP_MAX_POOL2D_BWD: case LT_OP_AVG_POOL2D_BWD:
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: case LT_OP_BN_STATS: case LT_OP_BN_BWD_INPUT: case LT_OP_BN_BWD_PARAMS:

@@ -19,7 +19,6 @@ unsigned ag_nn_saves(int op, unsigned need, const int64_t *ia) {
     }
 }
 
-static lt_tensor *zeros_like_fn(const ag_fn *in) { return lt_zeros((lt_dtype)in->dtype, in->ndim, in->shape); }
 
 int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     const int64_t *ia = f->ia;
@@ -85,10 +84,10 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         break;
     }
     case LT_OP_GATHER: /* ia [dim, a's shape...] */
-        gi[0] = nn_scatter_add(K(zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
+        gi[0] = nn_scatter_add(K(ag_zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
         break;
     case LT_OP_INDEX_SELECT: /* ia [dim, a.size(dim)] */
-        gi[0] = nn_index_add(K(zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
+        gi[0] = nn_index_add(K(ag_zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
         break;
     case LT_OP_EMBEDDING: gi[0] = nn_embedding_backward(g, SAVED(1), ia[0]); break; /* ia [V] */
     default: LT_ASSERT(0 && "not an NN op");

@@ -166,6 +166,25 @@ int ag_check_inplace(const char *fn, lt_tensor *t, int nin, lt_tensor *const *in
     return 0;
 }
 
+/* A value that needs no grad written over t's by copy_ or fill_, where t's
+ * storage requires grad: as in PyTorch the result still requires grad and
+ * the overwritten value gets a zero gradient (CopyBackwards, fill_'s
+ * zeros_like). The fn is a FILL whose backward gives zeros of its input's
+ * shape; its input is the storage's old fn when t covers the storage (the
+ * whole old value is gone), none when t is a window (the scatter around it
+ * already passes the rest of the gradient to the old value). t's storage
+ * requires grad and t is not detached; NULL: out of memory. */
+static ag_fn *overwrite_fn(lt_tensor *t) {
+    ag_fn *old = t->st->grad_owner, *f = ag_fn_new(LT_OP_FILL, 1);
+    int same;
+    if (!f) return NULL;
+    f->dtype = t->dtype;
+    f->ndim = t->ndim;
+    memcpy(f->shape, t->shape, (size_t)t->ndim * 8);
+    f->next[0] = !t->is_view || ag_covers(t, &same) ? ag_fn_ref(old) : NULL;
+    return f;
+}
+
 int ag_copy(lt_tensor *dst, lt_tensor *src, int cast) {
     ag_fn *sf = dtype_is_float((lt_dtype)dst->dtype) ? ag_fn_of(src) : NULL;
     ag_fn *f = NULL;
@@ -175,12 +194,16 @@ int ag_copy(lt_tensor *dst, lt_tensor *src, int cast) {
         } else {
             f = ag_fn_ref(sf);
         }
+    } else if (dst->st->grad_owner && dst->ag != AG_DETACHED && !(f = overwrite_fn(dst))) {
+        return -1;
     }
     return assign(dst, f);
 }
 
-void ag_fill(lt_tensor *t) {
-    if (t->st->grad_owner) assign(t, NULL);
+int ag_fill(lt_tensor *t) {
+    if (!t->st->grad_owner || t->ag == AG_DETACHED) return 0;
+    ag_fn *f = overwrite_fn(t);
+    return f ? assign(t, f) : -1;
 }
 
 void ag_share(lt_tensor *a, lt_tensor *t) {

@@ -110,8 +110,9 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
             for (int q = 0; q < nr; q++) {
                 const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
                 float a = rs[q], bias = -a * m[q];
-                for (int64_t k = 0; k < n; k++) {
-                    pw[k] += (double)(gr[k] * (xr[k] * a + bias));
+                for (int64_t k = 0; k < n; k++) { /* x a + bias with one rounding (fmaf), as the reference's ln_xhat */
+                    float xh = (float)((double)xr[k] * a + bias);
+                    pw[k] += (double)(gr[k] * xh);
                     pb[k] += gr[k];
                 }
             }

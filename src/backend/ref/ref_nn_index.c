@@ -24,7 +24,7 @@ static void add_elem(void *out, lt_dtype od, int64_t i, const ref_arg *src, int6
 #define INDEX_FOR(ix, dim, tnd, tshape, sshape, ...)                                          \
     do {                                                                                      \
         int nd_ = (ix)->ndim;                                                                 \
-        int64_t tst_[LT_MAX_DIMS], sst_[LT_MAX_DIMS], c_[LT_MAX_DIMS] = {0};                  \
+        int64_t tst_[LT_MAX_DIMS] = {0}, sst_[LT_MAX_DIMS] = {0}, c_[LT_MAX_DIMS] = {0};      \
         strides_of((tnd), (tshape), tst_);                                                    \
         strides_of(nd_, (sshape), sst_);                                                      \
         for (int64_t e = 0; e < (ix)->numel; e++) {                                           \
@@ -75,25 +75,27 @@ static void split3(int nd, const int64_t *shape, int dim, int64_t *outer, int64_
     for (int d = dim + 1; d < nd; d++) *inner *= shape[d];
 }
 
-/* INDEX_SELECT in: a (outer, S, inner), index (M) -> (outer, M, inner).
+/* INDEX_SELECT in: a (outer, S, inner), index (M) -> (outer, M, inner);
+ * a 0-d a gives a 0-d result from the first index (PyTorch; all of them are
+ * checked; none: 0, where PyTorch returns uninitialized memory).
  * EMBEDDING in: weight (V, D), indices (...) -> (..., D): the same with
  * dim 0 and the indices flattened (its ia is empty). */
 void ref_index_select(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *a = &in[0], *ix = &in[1];
     int dim = y->op == LT_OP_EMBEDDING ? 0 : (int)y->ia[0];
-    int64_t outer, S, inner, M = ix->numel;
+    int64_t outer, S, inner, M = ix->numel, Mo = a->ndim || M == 0 ? M : 1;
     split3(a->ndim, a->shape, dim, &outer, &S, &inner);
     size_t es = dtype_size((lt_dtype)y->dtype), row = (size_t)inner * es;
+    if (!a->ndim && !M) memset(out, 0, es);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t m = 0; m < M; m++) {
             int64_t j = ld_i(ix->data, ix->dtype, m);
-            char *dst = (char *)out + (size_t)((o * M + m) * inner) * es;
-            if (LT_LIKELY(j >= 0 && j < S)) {
-                memcpy(dst, (const char *)a->data + (size_t)((o * S + j) * inner) * es, row);
-            } else {
-                exec_index_error(y->op, j, S);
-                memset(dst, 0, row);
-            }
+            int ok = j >= 0 && j < S;
+            if (LT_UNLIKELY(!ok)) exec_index_error(y->op, j, S);
+            if (m >= Mo) continue;
+            char *dst = (char *)out + (size_t)((o * Mo + m) * inner) * es;
+            if (LT_LIKELY(ok)) memcpy(dst, (const char *)a->data + (size_t)((o * S + j) * inner) * es, row);
+            else memset(dst, 0, row);
         }
 }
 

@@ -22,18 +22,31 @@ static void ln_row_stats(const ref_arg *x, int64_t r, int64_t inner, double eps,
     *rstd = x->dtype == LT_F64 ? 1.0 / sqrt(var + eps) : (double)(1.0f / sqrtf((float)var + (float)eps));
 }
 
+/* PyTorch's normalized value x rstd + bias, bias = -rstd mean in the row's
+ * type, with one rounding (its build fuses the multiply and the add): a
+ * 1-element row gives the rounding residue of x rstd, not 0 (an inf
+ * gradient times it is inf, not NaN). For float32 the product of two floats
+ * is exact in double: one addition and the rounding to float are fmaf's. */
+static double ln_xhat(const ref_arg *x, double v, double rs, double bias) {
+    return x->dtype == LT_F64 ? fma(v, rs, bias) : (double)(float)(v * rs + bias);
+}
+
+static double ln_bias(const ref_arg *x, double m, double rs) {
+    return x->dtype == LT_F64 ? -rs * m : (double)(float)(-rs * m);
+}
+
 /* in: x, [weight], [bias] (the normalized shape) -> x's shape.
- * ia [nnorm, has_weight, has_bias]; sc [eps]. PyTorch's form: x rstd +
- * (-rstd mean), then the weight and the bias. */
+ * ia [nnorm, has_weight, has_bias]; sc [eps]. PyTorch's form: ln_xhat,
+ * then the weight and the bias. */
 void ref_layer_norm(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     const ref_arg *x = &in[0], *w = y->ia[1] ? &in[1] : NULL, *b = y->ia[2] ? &in[1 + (y->ia[1] != 0)] : NULL;
     int64_t inner = ln_inner(x, y->ia[0]), rows = x->numel / inner;
     for (int64_t r = 0; r < rows; r++) {
         double m, rs;
         ln_row_stats(x, r, inner, sc[0], &m, &rs);
-        double bias = -rs * m;
+        double bias = ln_bias(x, m, rs);
         for (int64_t k = 0; k < inner; k++) {
-            double v = ld_f(x->data, x->dtype, r * inner + k) * rs + bias;
+            double v = ln_xhat(x, ld_f(x->data, x->dtype, r * inner + k), rs, bias);
             if (w) v *= ld_f(w->data, w->dtype, k);
             if (b) v += ld_f(b->data, b->dtype, k);
             st_f(out, (lt_dtype)y->dtype, r * inner + k, v);
@@ -73,10 +86,10 @@ void ref_ln_bwd_params(const gnode *y, const ref_arg *in, const double *sc, void
     for (int64_t r = 0; r < rows; r++) {
         double m, rs;
         ln_row_stats(x, r, inner, sc[0], &m, &rs);
-        double bias = -rs * m;
+        double bias = ln_bias(x, m, rs);
         for (int64_t k = 0; k < inner; k++) {
             double gv = ld_f(g->data, g->dtype, r * inner + k);
-            acc[k] += gv * (ld_f(x->data, x->dtype, r * inner + k) * rs + bias);
+            acc[k] += gv * ln_xhat(x, ld_f(x->data, x->dtype, r * inner + k), rs, bias);
             acc[inner + k] += gv;
         }
     }
