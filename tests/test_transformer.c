@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/ref/ref_nn.h"
+#include "core/isa.h"
 
 static uint64_t lcg = 99;
 static double urand(void) { /* [-1, 1) */
@@ -48,12 +49,15 @@ TEST(float32_kernels_are_the_fast_ones) {
  * overflow gives NaN where PyTorch does): the cpu backend's vector copy
  * equals the reference to the bit, for lengths around the 8-lane vectors,
  * the 16-vector chunks and the cascade's levels, row counts that are not a
- * multiple of the rows done together, and rows holding huge values. */
+ * multiple of the rows done together, and rows holding huge values, on
+ * every instruction-set copy. */
 TEST(layer_norm_moments_match_the_reference_bitwise) {
-    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 255, 256, 384, 385, 768, 2049, 4100};
+    static const int64_t lens[] = {1,   2,   3,   7,   8,   9,   15,  16,  17,  100,
+                                   127, 128, 129, 255, 256, 384, 385, 768, 2049, 4100};
     int bad = 0, nan_rows = 0;
-    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
-        int64_t n = lens[li], rows = 1 + (int64_t)li % 6, s[1] = {rows * n};
+    for (size_t li = 0; li < 3 * sizeof lens / sizeof *lens; li++) {
+        core_set_isa((int)(li % 3));
+        int64_t n = lens[li / 3], rows = 1 + (int64_t)li % 6, s[1] = {rows * n};
         float *x = malloc((size_t)(rows * n) * sizeof *x), m[8], v[8];
         for (int64_t i = 0; i < rows * n; i++) {
             double u = urand();
@@ -69,11 +73,12 @@ TEST(layer_norm_moments_match_the_reference_bitwise) {
                         (memcmp(&fv, &v[r], 4) == 0 || (isnan(fv) && isnan(v[r])));
             nan_rows += isnan(fv);
             if (!same && bad++ < 5)
-                CHECK_MSG(0, "n %lld row %lld: cpu mean %.9g var %.9g, ref %.9g %.9g", (long long)n, (long long)r,
-                          m[r], v[r], fm, fv);
+                CHECK_MSG(0, "isa %d n %lld row %lld: cpu mean %.9g var %.9g, ref %.9g %.9g", (int)(li % 3),
+                          (long long)n, (long long)r, m[r], v[r], fm, fv);
         }
         free(x);
     }
+    core_set_isa(-1);
     CHECK_MSG(bad == 0, "%d rows differ", bad);
     CHECK_MSG(nan_rows > 0, "no row overflowed: the huge values no longer reach the merges");
 }

@@ -93,7 +93,8 @@ lt_tensor *nn_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor 
  * has one element to add: PyTorch's backward fails for more). */
 static int selected_shape(const char *fn, const lt_tensor *a, int d, const lt_tensor *index, int64_t *shape) {
     if (index->ndim > 1) {
-        err_set(LT_ERR_SHAPE, "%s: argument 'index' must be 0-d or 1-d, got %s", fn, SHAPE_STR(index->ndim, index->shape));
+        err_set(LT_ERR_SHAPE, "%s: argument 'index' must be 0-d or 1-d, got %s", fn,
+                SHAPE_STR(index->ndim, index->shape));
         return -1;
     }
     if (a->ndim == 0) return 0;
@@ -126,7 +127,8 @@ lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
     int d = wrap(fn, dim, base);
     if (d < 0 || selected_shape(fn, base, d, index, shape)) return NULL;
     if (base->ndim == 0 && index->numel > 1)
-        return err_set(LT_ERR_SHAPE, "%s: a 0-d 'base' takes one index, got %s", fn, SHAPE_STR(index->ndim, index->shape));
+        return err_set(LT_ERR_SHAPE, "%s: a 0-d 'base' takes one index, got %s", fn,
+                       SHAPE_STR(index->ndim, index->shape));
     if (src->ndim != base->ndim || memcmp(src->shape, shape, (size_t)base->ndim * 8))
         return err_set(LT_ERR_SHAPE, "%s: argument 'src' has shape %s; expected %s", fn, SHAPE_STR(src->ndim, src->shape),
                        SHAPE_STR(base->ndim, shape));

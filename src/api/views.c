@@ -169,11 +169,13 @@ lt_tensor *lt_narrow(lt_tensor *a, int dim, int64_t start, int64_t length) {
     CHECK("lt_narrow", a);
     if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "lt_narrow: argument 'a' is 0-d and cannot be narrowed");
     WRAP("lt_narrow", d, dim, a->ndim);
-    int64_t n = a->shape[d];
-    if (start < -n || start > n)
+    /* PyTorch wraps start like a dim index of a dim of size n (one of size
+     * 0 takes -1 and 0, as a 0-d tensor's dims), or takes start == n. */
+    int64_t n = a->shape[d], m = n > 0 ? n : 1;
+    if (start != n && (start < -m || start >= m))
         return err_set(LT_ERR_ARG, "lt_narrow: argument 'start' = %lld is out of range for dim %d of size %lld",
                        (long long)start, d, (long long)n);
-    if (start < 0) start += n;
+    if (start < 0) start += m;
     if (length < 0 || start + length > n)
         return err_set(LT_ERR_ARG, "lt_narrow: arguments 'start' (%lld) + 'length' (%lld) exceed dim %d of size %lld",
                        (long long)start, (long long)length, d, (long long)n);

@@ -66,8 +66,10 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     }
     case LT_OP_POW: { /* PyTorch's pow_backward_self / _exponent, in their order */
         lt_tensor *z = ag_zero0(dt);
-        if (NEED(0)) { /* g (b a^(b-1)), exactly 0 where b == 0 (selected: an inf g stays out) */
-            lt_tensor *d = K(lt_mul(SAVED(1), K(lt_pow(SAVED(0), K(lt_add_scalar(SAVED(1), -1.0))))));
+        if (NEED(0)) { /* g (b a^(b-1)), exactly 0 where b == 0 (selected: an inf g stays out); an integer
+                        * b - 1 stays integer in PyTorch (b - 1.0 would be float32 and make a^(b-1) float32) */
+            lt_tensor *b1 = dtype_is_float((lt_dtype)SAVED(1)->dtype) ? SAVED(1) : K(lt_to_dtype(SAVED(1), dt));
+            lt_tensor *d = K(lt_mul(SAVED(1), K(lt_pow(SAVED(0), K(lt_add_scalar(b1, -1.0))))));
             gi[0] = lt_where(K(lt_eq(SAVED(1), z)), z, K(lt_mul(g, d)));
         }
         if (NEED(1)) { /* g (out log a), with out log a := 0 where a == 0 and b >= 0 (0 * -inf otherwise) */

@@ -34,7 +34,7 @@ void cpu_ln_moments(const float *x, int64_t rows, int64_t n, float *mean, float 
         float m[LN_ROWS], v[LN_ROWS];
         for (int k = 0; k < LN_ROWS; k++) xs[k] = x + (r + k < rows ? r + k : rows - 1) * n;
 #ifdef HAVE_ISA
-        switch (cpu_isa()) {
+        switch (core_isa()) {
         case 2: rows_avx512(xs, n, m, v); break;
         case 1: rows_avx2(xs, n, m, v); break;
         default: rows_base(xs, n, m, v); break;
