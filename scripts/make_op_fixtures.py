@@ -806,6 +806,19 @@ def directed():
     c.append(("gather", [RG(T([1.0, 2.0, 3.0], f64)), 0, T(2, i64)], None))
     c.append(("gather", [RG(T(5.0, f32)), 0, T([1], i64)], None))
     c.append(("gather", [RG(T(5.0, f32)), 1, T(0, i64)], None))
+    # Found by seeds 1-8 at --per-op 30 after the above: narrow's start on a
+    # dim of size 0 wraps as a dim index (-1 and 0 are valid); pow's base
+    # gradient with an integer exponent stays in the base's dtype (b - 1 is
+    # integer); a non-finite g meets the padding in conv2d's weight gradient
+    # (3x3 taps, padding 1: NaN where a tap reads padding, inf elsewhere)
+    c.append(("narrow", [RG(torch.zeros(2, 0, dtype=f64)), 1, -1, 0], None))
+    c.append(("narrow", [RG(torch.zeros(0)), 0, -1, 0], None))
+    c.append(("narrow", [RG(torch.zeros(0)), 0, 1, 0], None))
+    c.append(("pow", [RG(T(-1.895743481, f64)), T([4], i64)], None))
+    c.append(("pow", [RG(T([1.5, -2.25], f32)), T([3, 0], i32)], None))
+    g = torch.ones(1, 2, 3, 3)
+    g[0, 0, 0, 0], g[0, 1, 1, 2] = inf, nan
+    c.append(("conv2d", [RG(torch.ones(1, 1, 3, 3)), RG(torch.ones(2, 1, 3, 3)), None, [1, 1], [1, 1], [1, 1], 1], g))
     # Value mismatches the random cases found after items 1-12 (seeds 1-6):
     # matmul checks dtypes only where it multiplies (an empty operand: mixed
     # or bool dtypes accepted, the result takes one operand's dtype)

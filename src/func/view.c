@@ -89,7 +89,11 @@ static int geom_dense(int ndim, const int64_t *shape, const int64_t *strides) {
  * compared, by their ranges of offsets: the same range read with the same
  * strides is FULL (allowed), any other intersection PARTIAL. Anything else is
  * PyTorch's TOO_HARD, which it lets run: so do we (inputs are read before the
- * write, the functional meaning). */
+ * write, the functional meaning). PyTorch's values there are not a rule one
+ * can match: they follow its loop order and vector width. b.add_(b[:,0:1]
+ * .expand(2, w)) in 1.13 reads the updated b[i,0] element by element for
+ * w < 16 (row 1 of arange(6).view(2,3) gives 6 10 11) but the old one for
+ * w >= 16 (its vector loop loads a broadcast operand once per row). */
 int func_partial_overlap_slow(const lt_tensor *a, const lt_tensor *b) {
     if (a->numel == 0 || b->numel == 0) return 0;
     if (!geom_dense(a->ndim, a->shape, a->strides) || !geom_dense(b->ndim, b->shape, b->strides)) return 0;

@@ -313,9 +313,9 @@ or_tensor *or_narrow(const or_tensor *t, int dim, int64_t start, int64_t length)
     if (t->ndim == 0) return fail("narrow: 0-d tensor");
     int d;
     if (wrap(dim, t->ndim, &d)) return fail("narrow: dim out of range");
-    int64_t n = t->shape[d];
-    if (start < -n || start > n) return fail("narrow: start out of range");
-    if (start < 0) start += n;
+    int64_t n = t->shape[d], m = n > 0 ? n : 1; /* start wraps like a dim index (PyTorch), or is n */
+    if (start != n && (start < -m || start >= m)) return fail("narrow: start out of range");
+    if (start < 0) start += m;
     if (length < 0 || start + length > n) return fail("narrow: start + length exceeds dimension size");
     return or_slice(t, d, start, start + length, 1);
 }

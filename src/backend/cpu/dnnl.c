@@ -13,6 +13,7 @@
 
 #ifdef LT_HAVE_DNNL
 #include <dnnl.h>
+#include <math.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -64,6 +65,12 @@ typedef struct darg {
 
 enum { D_PRIM, D_LINEAR };
 
+/* A float32 CONV2D_BWD_WEIGHT with padding: what wgrad_pad_nan needs. */
+typedef struct wpad {
+    int on, gblk;                   /* g channel-blocked (nChw16c) */
+    int64_t N, O, oH, oW, Cg, kH, kW, H, W, ia[6]; /* ia: sH, sW, pH, pW, dH, dW */
+} wpad;
+
 struct cpu_dnnl {
     int kind;
     dnnl_primitive_t prim;
@@ -72,6 +79,7 @@ struct cpu_dnnl {
     size_t scratch;
     int64_t M, K, O; /* D_LINEAR: (M, K) @ (O, K)^T */
     int bias;
+    wpad wp;
 };
 
 void cpu_dnnl_free(cpu_dnnl *d) {
@@ -175,6 +183,9 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape, xv = y->in[1], ov = y->in[0];
     int64_t G = ia[6];
     int32_t wv = y->op == LT_OP_CONV2D_BWD_WEIGHT ? self : y->in[1];
+    if (y->op == LT_OP_CONV2D_BWD_WEIGHT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]))
+        d->wp = (wpad){1, blk[ov], os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2], xs[3],
+                       {ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]}};
     dnnl_data_type_t xt = dt_of(&g->nodes[xv]), wt = dt_of(&g->nodes[wv]), ot = dt_of(&g->nodes[ov]);
     dnnl_memory_desc_t xu, wu, ou, bu, xa, wa, oa;
     md4(&xu, xs, xt, blk[xv] ? dnnl_aBcd16b : dnnl_nchw);
@@ -359,6 +370,29 @@ static int linear_run(const cpu_dnnl *d, void *const *in, float *y) {
                : -1;
 }
 
+/* oneDNN's weight gradient leaves out the taps that fall in the padding;
+ * PyTorch's (im2col, then a GEMM) multiplies g by the padded zeros there,
+ * so a non-finite g at an output position whose tap (kh, kw) reads padding
+ * makes dw[o, :, kh, kw] NaN (inf * 0), as in the reference kernel. The scan
+ * reads g once, next to the convolution's kH kW C/G multiply-adds per
+ * element of g; only non-finite elements cost more. */
+static void wgrad_pad_nan(const wpad *w, const float *g, float *dw) {
+    const int64_t *ia = w->ia, plane = w->oH * w->oW, ob = (w->O + 15) / 16;
+    for (int64_t n = 0; n < w->N; n++)
+        for (int64_t o = 0; o < w->O; o++)
+            for (int64_t e = 0; e < plane; e++) {
+                int64_t at = w->gblk ? ((n * ob + o / 16) * plane + e) * 16 + o % 16 : (n * w->O + o) * plane + e;
+                if (isfinite(g[at])) continue;
+                int64_t oh = e / w->oW, ow = e % w->oW;
+                for (int64_t kh = 0; kh < w->kH; kh++)
+                    for (int64_t kw = 0; kw < w->kW; kw++) {
+                        int64_t ih = oh * ia[0] - ia[2] + kh * ia[4], iw = ow * ia[1] - ia[3] + kw * ia[5];
+                        if (ih >= 0 && ih < w->H && iw >= 0 && iw < w->W) continue;
+                        for (int64_t c = 0; c < w->Cg; c++) dw[((o * w->Cg + c) * w->kH + kh) * w->kW + kw] = NAN;
+                    }
+            }
+}
+
 int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
     if (d->kind == D_LINEAR) return linear_run(d, in, out);
     dnnl_exec_arg_t args[MAXARGS];
@@ -379,7 +413,9 @@ int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->mem}, {DNNL_ARG_TO, a->user}};
         if (a->io < 0 && a->reorder && dnnl_primitive_execute(a->reorder, strm, 2, r) != dnnl_success) return -1;
     }
-    return dnnl_stream_wait(strm) == dnnl_success ? 0 : -1;
+    if (dnnl_stream_wait(strm) != dnnl_success) return -1;
+    if (d->wp.on) wgrad_pad_nan(&d->wp, in[0], out);
+    return 0;
 }
 
 #else
