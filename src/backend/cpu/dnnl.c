@@ -170,6 +170,16 @@ static int serial_wgrad(const gnode *y, dnnl_data_type_t wt, const int64_t *ws, 
     return y->ia[0] > 1 || y->ia[1] > 1 || os[2] * os[3] <= 7 * 7;
 }
 
+/* Does PyTorch 1.13 take its im2col path for this float32 conv's weight
+ * gradient (x (N, C, H, W), w (O, C/g, kH, kW))? Its use_mkldnn, as it
+ * decides with more than one thread (the machine the fixtures come from):
+ * im2col for one image, one group, a kernel not larger than 3 in both dims
+ * and at most 20480 input elements; otherwise oneDNN 2.6, the library and
+ * version here, which we then follow as it is. */
+static int torch_im2col(const int64_t *x, const int64_t *w, int64_t groups) {
+    return groups == 1 && !(w[2] > 3 && w[3] > 3) && x[0] <= 1 && x[0] * x[1] * x[2] * x[3] <= 20480;
+}
+
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
  * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
@@ -183,7 +193,8 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape, xv = y->in[1], ov = y->in[0];
     int64_t G = ia[6];
     int32_t wv = y->op == LT_OP_CONV2D_BWD_WEIGHT ? self : y->in[1];
-    if (y->op == LT_OP_CONV2D_BWD_WEIGHT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]))
+    if (y->op == LT_OP_CONV2D_BWD_WEIGHT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]) &&
+        torch_im2col(xs, ws, G))
         d->wp = (wpad){1, blk[ov], os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2], xs[3],
                        {ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]}};
     dnnl_data_type_t xt = dt_of(&g->nodes[xv]), wt = dt_of(&g->nodes[wv]), ot = dt_of(&g->nodes[ov]);
@@ -370,9 +381,9 @@ static int linear_run(const cpu_dnnl *d, void *const *in, float *y) {
                : -1;
 }
 
-/* oneDNN's weight gradient leaves out the taps that fall in the padding;
- * PyTorch's (im2col, then a GEMM) multiplies g by the padded zeros there,
- * so a non-finite g at an output position whose tap (kh, kw) reads padding
+/* oneDNN's direct kernels leave out the weight-gradient taps that fall in
+ * the padding; PyTorch's im2col multiplies g by the padded zeros there, so
+ * a non-finite g at an output position whose tap (kh, kw) reads padding
  * makes dw[o, :, kh, kw] NaN (inf * 0), as in the reference kernel. The scan
  * reads g once, next to the convolution's kH kW C/G multiply-adds per
  * element of g; only non-finite elements cost more. */
