@@ -1,4 +1,4 @@
-/* Fast float32 C kernels (batch norm, max pooling: also bfloat16 activations) for the NN ops whose IR split does not map onto a
+/* Fast float32 C kernels (batch norm, pooling: also bfloat16 activations) for the NN ops whose IR split does not map onto a
  * oneDNN primitive (DESIGN 6): max pooling (oneDNN's backward wants the
  * forward's workspace, so we recompute the argmax, as the reference does;
  * oneDNN's forward drops NaNs, PyTorch's propagates them; the blocked-layout
@@ -14,9 +14,14 @@
 
 /* ---- pooling ---- */
 
-/* Element i of a float32 or (bf16) bfloat16 array. */
+/* Element i of a float32 or (bf16) bfloat16 array; and v stored there
+ * (rounded to nearest even). */
 static inline float ld_act(const void *p, int bf16, int64_t i) {
     return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static inline void st_act(void *p, int bf16, int64_t i, float v) {
+    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
+    else ((float *)p)[i] = v;
 }
 
 /* The first maximum in row-major order, a NaN wins: ref_nn_pool.c's rule.
@@ -61,15 +66,12 @@ static int max_pool(const gnode *y, const int64_t *xs, const int64_t *os, void *
                 for (int64_t ow = 0; ow < oW; ow++)
                     dp[argmax_win(xp, bf16, y->ia, H, W, oh, ow)] += ld_act(g, bf16, (p * oH + oh) * oW + ow);
             if (acc)
-                for (int64_t i = 0; i < H * W; i++) ((uint16_t *)out)[p * H * W + i] = bf16_from_f32(dp[i]);
+                for (int64_t i = 0; i < H * W; i++) st_act(out, 1, p * H * W + i, dp[i]);
         } else {
             for (int64_t oh = 0; oh < oH; oh++)
-                for (int64_t ow = 0; ow < oW; ow++) {
-                    float v = ld_act(xp, bf16, argmax_win(xp, bf16, y->ia, H, W, oh, ow));
-                    int64_t o = (p * oH + oh) * oW + ow;
-                    if (bf16) ((uint16_t *)out)[o] = bf16_from_f32(v);
-                    else ((float *)out)[o] = v;
-                }
+                for (int64_t ow = 0; ow < oW; ow++)
+                    st_act(out, bf16, (p * oH + oh) * oW + ow,
+                           ld_act(xp, bf16, argmax_win(xp, bf16, y->ia, H, W, oh, ow)));
         }
     }
     core_free(acc);
@@ -79,11 +81,6 @@ static int max_pool(const gnode *y, const int64_t *xs, const int64_t *os, void *
 /* PyTorch's adaptive window of output cell o: [floor(o*I/O), ceil((o+1)*I/O)). */
 static int64_t ad_start(int64_t o, int64_t I, int64_t O) { return o * I / O; }
 static int64_t ad_end(int64_t o, int64_t I, int64_t O) { return ((o + 1) * I + O - 1) / O; }
-
-static inline void st_act(void *p, int bf16, int64_t i, float v) {
-    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
-    else ((float *)p)[i] = v;
-}
 
 /* The sum of n activations at p, in float. */
 static float run_sum(const char *p, int bf16, int64_t n) {
