@@ -50,9 +50,9 @@ static int is_maxpool(const exec_graph *g, const gnode *y) {
  * or dx) may have either layout; the (N, C, 1, 1) side is the same bytes
  * in both, so it joins no class. (Else ResNet's last stage went plain.) */
 static int is_global_avg(const exec_graph *g, const gnode *y) {
+    if (y->op != LT_OP_ADAPTIVE_AVG_POOL2D && y->op != LT_OP_ADAPTIVE_AVG_POOL2D_BWD) return 0;
     const gnode *o = y->op == LT_OP_ADAPTIVE_AVG_POOL2D ? y : &g->nodes[y->in[0]];
-    return (y->op == LT_OP_ADAPTIVE_AVG_POOL2D || y->op == LT_OP_ADAPTIVE_AVG_POOL2D_BWD) && cpu_pool_ok(g, y) &&
-           o->shape[2] == 1 && o->shape[3] == 1;
+    return cpu_pool_ok(g, y) && o->shape[2] == 1 && o->shape[3] == 1;
 }
 
 /* A fused group on which the layout does not matter: every load and store
