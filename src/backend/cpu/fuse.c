@@ -369,6 +369,33 @@ static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel 
     return v;
 }
 
+/* For the batch-norm fusions below: which kernel writes each value
+ * (-1: none), how many kernels read it, and whether it is a root. They
+ * rewrite a pair of kernels at a time, leaving holes (node -1) that
+ * squeeze_holes removes at the end. -1 when out of memory. */
+static int kernel_map(const exec_graph *g, const kernel *ks, int nk, int32_t **made_by, int32_t **readers,
+                      uint8_t **is_root) {
+    size_t n = (size_t)(g->n ? g->n : 1);
+    int32_t *mb = core_malloc(n * 4), *rd = core_calloc(n, 4);
+    uint8_t *ir = core_calloc(n, 1);
+    *made_by = mb, *readers = rd, *is_root = ir;
+    if (!mb || !rd || !ir) return -1;
+    for (int32_t v = 0; v < g->n; v++) mb[v] = -1;
+    for (int j = 0; j < nk; j++) {
+        for (int w = 0; w < ks[j].nwrite; w++) mb[ks[j].write[w]] = j;
+        for (int i = 0; i < ks[j].nread; i++) rd[ks[j].read[i]]++;
+    }
+    for (int r = 0; r < g->nroots; r++) ir[g->roots[r]] = 1;
+    return 0;
+}
+
+static void squeeze_holes(kernel *ks, int *nk) {
+    int m = 0;
+    for (int j = 0; j < *nk; j++)
+        if (ks[j].node >= 0) ks[m++] = ks[j];
+    *nk = m;
+}
+
 /* Batch norm's forward epilogue: a group that is exactly relu(bn) or
  * relu(bn + r) (r of bn's shape and dtype, float32 or bfloat16, as the
  * add and the relu), where bn is a BN_APPLY read
@@ -377,16 +404,9 @@ static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel 
  * bn is never written out and read back (two passes over the activation
  * of each of ResNet's batch norms). */
 static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
-    size_t n = (size_t)(g->n ? g->n : 1);
-    int32_t *made_by = core_malloc(n * 4), *readers = core_calloc(n, 4);
-    uint8_t *is_root = core_calloc(n, 1);
-    int rc = made_by && readers && is_root ? 0 : -1;
-    for (int32_t v = 0; rc == 0 && v < g->n; v++) made_by[v] = -1;
-    for (int j = 0; rc == 0 && j < *nk; j++) {
-        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
-        for (int i = 0; i < ks[j].nread; i++) readers[ks[j].read[i]]++;
-    }
-    for (int r = 0; rc == 0 && r < g->nroots; r++) is_root[g->roots[r]] = 1;
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
     for (int q = 0; rc == 0 && q < *nk; q++) {
         kernel *kn = &ks[q];
         const tprog *p = kn->prog;
@@ -429,10 +449,7 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
         *kn = (kernel){.kind = K_BN_ACT, .node = bn, .nread = nr, .read = reads, .nwrite = 1, .write = writes,
                        .inplace_ok = inplace};
     }
-    int m = 0;
-    for (int j = 0; j < *nk; j++)
-        if (ks[j].node >= 0) ks[m++] = ks[j];
-    *nk = m;
+    squeeze_holes(ks, nk);
     core_free(made_by), core_free(readers), core_free(is_root);
     return rc;
 }
@@ -486,16 +503,9 @@ static int relu_grad_group(const exec_graph *g, const kernel *kn, int dt, int32_
  * ResNet's backward then passes over each activation twice (sums, dx), not
  * three times. */
 static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
-    size_t n = (size_t)(g->n ? g->n : 1);
-    int32_t *made_by = core_malloc(n * 4), *readers = core_calloc(n, 4);
-    uint8_t *is_root = core_calloc(n, 1);
-    int rc = made_by && readers && is_root ? 0 : -1;
-    for (int32_t v = 0; rc == 0 && v < g->n; v++) made_by[v] = -1;
-    for (int j = 0; rc == 0 && j < *nk; j++) {
-        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
-        for (int i = 0; i < ks[j].nread; i++) readers[ks[j].read[i]]++;
-    }
-    for (int r = 0; rc == 0 && r < g->nroots; r++) is_root[g->roots[r]] = 1;
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
     for (int q = 0; rc == 0 && q < *nk; q++) {
         kernel *kb = &ks[q];
         if (kb->kind != K_BN_BWD || kb->nread > g->nodes[kb->node].nin) continue;
@@ -526,10 +536,7 @@ static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
         ks[at] = (kernel){.kind = K_BN_BWD, .node = node, .nread = nr, .read = reads, .nwrite = nw, .write = writes,
                           .inplace_ok = inplace};
     }
-    int m = 0;
-    for (int j = 0; j < *nk; j++)
-        if (ks[j].node >= 0) ks[m++] = ks[j];
-    *nk = m;
+    squeeze_holes(ks, nk);
     core_free(made_by), core_free(readers), core_free(is_root);
     return rc;
 }
