@@ -6,6 +6,17 @@
  * guard, on purpose). */
 #define BN_FN(x) CAT3(x, ISA_SUF, )
 
+/* A run's two lane sums added to its channel block's: acc[i] += r0[i], acc[16 + i] += r1[i]. */
+static inline void BN_FN(add_lanes)(double *acc, v16 r0, v16 r1) {
+    float s0[16], s1[16];
+    memcpy(s0, &r0, sizeof s0);
+    memcpy(s1, &r1, sizeof s1);
+    for (int i = 0; i < 16; i++) {
+        acc[i] += s0[i];
+        acc[16 + i] += s1[i];
+    }
+}
+
 #define ROWS "bn_blocked_rows.h"
 #include "blk_typed.h"
 #undef ROWS

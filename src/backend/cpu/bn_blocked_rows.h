@@ -12,13 +12,7 @@ static void BT(run_sums)(const void *a, const void *b, const float *m, const flo
         r0 += d;
         r1 += d * (LDV(bp + k * 16) - m2v);
     }
-    float s0[16], s1[16];
-    memcpy(s0, &r0, sizeof s0);
-    memcpy(s1, &r1, sizeof s1);
-    for (int i = 0; i < 16; i++) {
-        acc[i] += s0[i];
-        acc[16 + i] += s1[i];
-    }
+    BN_FN(add_lanes)(acc, r0, r1);
 }
 
 /* The moments of one run: mo[0] += its count, mo[1 + i] its mean and
@@ -116,13 +110,7 @@ static void BT(run_gsums)(const void *a, const void *b, const void *o, const voi
         r0 += g;
         r1 += g * (LDV(xp + k * 16) - m2v);
     }
-    float s0[16], s1[16];
-    memcpy(s0, &r0, sizeof s0);
-    memcpy(s1, &r1, sizeof s1);
-    for (int i = 0; i < 16; i++) {
-        acc[i] += s0[i];
-        acc[16 + i] += s1[i];
-    }
+    BN_FN(add_lanes)(acc, r0, r1);
 }
 
 /* run_dx with g = grad_at(a, b, out). */
