@@ -1,9 +1,7 @@
 /* What a first touch of memory costs on this machine, the cost behind a
  * first training step (its activations are new memory): a fresh block
- * written once (first touch) and again (warm), faulted in ahead with
- * core_populate (MADV_POPULATE_WRITE, what prefault.c does) and then
- * written, and the first touch done by a side thread while two threads
- * do arithmetic (does it overlap?). Wall seconds; new blocks each time.
+ * written once (first touch) and again (warm), and the first touch done by
+ * a side thread while two threads do arithmetic (does it overlap?). Wall seconds; new blocks each time.
  * Usage: bench_touch [MiB]   (default 512) */
 #define _POSIX_C_SOURCE 200809L
 #include "core/core.h"
@@ -45,14 +43,6 @@ int main(int argc, char **argv) {
     memset(p, 2, n);
     double t2 = bench_now_s();
     printf("%zu MiB: first touch %.3f s, warm %.3f s\n", n >> 20, t1 - t0, t2 - t1);
-    char *q = core_huge_alloc(n);
-    if (!q) return 1;
-    t0 = bench_now_s();
-    int rc = core_populate(q, n);
-    t1 = bench_now_s();
-    memset(q, 1, n);
-    t2 = bench_now_s();
-    printf("populate %.3f s (%s), then writing %.3f s\n", t1 - t0, rc ? "unsupported" : "ok", t2 - t1);
     double alone = arithmetic();
     pthread_t th;
     if (pthread_create(&th, NULL, touch, NULL)) return 1;
@@ -62,7 +52,6 @@ int main(int argc, char **argv) {
     printf("two threads of arithmetic %.3f s alone, %.3f s beside a first touch on a side thread (which took %.3f s)\n",
            alone, beside, side_s);
     core_free(r);
-    core_free(q);
     core_free(p);
     return 0;
 }

@@ -110,14 +110,20 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     return global;
 }
 
-int net_broadcast(cli_net *n) {
-    if (lt_dist_world_size() == 1) return 0;
-    lt_tensor **st;
-    int ns = lt_model_state(n->m, &st, NULL), rc = ns < 0 ? -1 : 0;
-    lt_no_grad_begin();
-    for (int i = 0; i < ns && !rc; i++)
-        if (!lt_broadcast_(st[i], 0)) rc = -1;
-    lt_no_grad_end();
+int net_start(cli_net *n) {
+    int rc = 0;
+    if (lt_dist_world_size() > 1) {
+        lt_tensor **st;
+        int ns = lt_model_state(n->m, &st, NULL);
+        rc = ns < 0 ? -1 : 0;
+        lt_no_grad_begin();
+        for (int i = 0; i < ns && !rc; i++)
+            if (!lt_broadcast_(st[i], 0)) rc = -1;
+        lt_no_grad_end();
+    }
+    /* On one process too: without this sync the weight initialization
+     * would run inside step 1's graph and its time, and step 1's graph
+     * would differ from every later one. */
     if (!rc) lt_mark_step();
     return rc || lt_error() ? -1 : 0;
 }

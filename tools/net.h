@@ -13,9 +13,10 @@ void net_free(cli_net *n);
 /* Traces forward, loss, backward and the optimizer update with learning
  * rate lr; returns the (pending) loss handle. Nothing syncs here. */
 lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr);
-/* Several ranks: every rank takes rank 0's parameters and buffers (a
- * world of one does nothing). 0 or -1 (error set). */
-int net_broadcast(cli_net *n);
+/* Before step 1: materializes the model's state with one sync; on several
+ * ranks every rank takes rank 0's parameters and buffers first. 0 or -1
+ * (error set). */
+int net_start(cli_net *n);
 /* Logits in evaluation mode, without autograd. New handle. */
 lt_tensor *net_logits(cli_net *n, lt_tensor *x);
 /* Every tensor of a checkpoint: the model's state under its own (PyTorch)

@@ -63,6 +63,10 @@ int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, cli_net **netp
         int r = net_load(net, o, o->resume, st);
         if (r) rc = r == -2 ? CLI_USAGE : CLI_FAILED;
     }
+    if (!rc && net_start(net)) {
+        fprintf(stderr, "lazytensor: materializing the initial weights: %s\n", lt_error_message());
+        rc = CLI_FAILED;
+    }
     int64_t start = st->first_step, n = total > start ? total - start : 0;
     if (!rc && !(st->loss = calloc((size_t)n + 1, sizeof *st->loss))) rc = CLI_FAILED;
     if (!rc && human)

@@ -228,8 +228,8 @@ int cmd_train(const cli_opts *o, run_stats *out) {
         int r = net_load(net, o, o->resume, &st);
         if (r) rc = r == -2 ? CLI_USAGE : CLI_FAILED;
     }
-    if (!rc && net_broadcast(net)) { /* every rank starts from rank 0's weights */
-        fprintf(stderr, "lazytensor: broadcasting the weights: %s\n", lt_error_message());
+    if (!rc && net_start(net)) { /* every rank starts from rank 0's weights */
+        fprintf(stderr, "lazytensor: materializing the initial weights: %s\n", lt_error_message());
         rc = CLI_FAILED;
     }
     int64_t nb = batches_per_epoch(&tr), total = o->steps ? o->steps : nb * o->epochs;

@@ -141,20 +141,4 @@ void *core_huge_alloc(size_t n) {
     return p;
 }
 
-/* Maps [p, p + n) writable now without writing it (MADV_POPULATE_WRITE,
- * Linux 5.14): a first touch's page faults taken ahead of time, safe while
- * other threads write the same pages. -1 where the kernel lacks it. */
-#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
-#define MADV_POPULATE_WRITE 23
-#endif
-
-int core_populate(void *p, size_t n) {
-#ifdef MADV_POPULATE_WRITE
-    return madvise(p, n, MADV_POPULATE_WRITE);
-#else
-    (void)p, (void)n;
-    return -1;
-#endif
-}
-
 void core_free(void *p) { free(p); }

@@ -50,7 +50,6 @@ void *core_huge_alloc(size_t n);    /* the same, huge pages asked for from 2 MiB
 void *core_buffer_alloc(size_t n);
 void core_buffer_free(void *p, size_t n); /* p: from core_buffer_alloc(n) or core_aligned_alloc(>= n) */
 void core_free(void *p);
-int core_populate(void *p, size_t n); /* page-aligned p: fault the pages in, write nothing; -1 unsupported */
 void core_alloc_fail_at(int64_t k); /* 0 disables; k-th call from now fails */
 int64_t core_alloc_count(void);     /* allocations since start (for sweeps) */
 
@@ -165,7 +164,6 @@ typedef struct core_config {
     const char *trace_file;   /* LT_TRACE_FILE */
     int trace_kernels;        /* LT_TRACE_KERNELS */
     int bn_fuse;              /* LT_BN_FUSE: 0 runs batch norm's ReLU/add epilogue and prologue as separate kernels (A/B) */
-    int prefault;             /* LT_PREFAULT=1: first run's arena faulted in on a side thread (default 0) */
     int adapt_threads;        /* LT_ADAPT_THREADS (default 1): one thread fewer when that runs faster */
 } core_config;
 extern core_config g_config;

@@ -34,8 +34,6 @@ typedef struct cpu_exe {
     int adapt;         /* tp is followed */
     char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
     size_t lib_bytes;
-    int32_t lib_first; /* the first kernel with a primitive */
-    prefault *pf;      /* until the first run ends: its page faults, taken ahead (prefault.c) */
     coll_plan cp;      /* collectives: where each is waited for (coll.c) */
     double flops;      /* of the convs, linears and matmuls, per run (ExecutedFlops) */
 } cpu_exe;
@@ -90,7 +88,6 @@ static void lib_free(cpu_exe *e) {
 static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
-    cpu_prefault_stop(e->pf);
     lib_free(e);
     lib_free_set(e->lib_lo, e->nk);
     core_free(e->blk);
@@ -130,7 +127,6 @@ static int lib_compile(cpu_exe *e, const uint8_t *blk) {
     size_t sb;
     int rc = lib_make(e, blk, &e->lib, &sb);
     if (rc) return rc;
-    for (e->lib_first = 0; e->lib_first < e->nk && !e->lib[e->lib_first]; e->lib_first++) continue;
     e->scratch_bytes += sb;
     e->lib_bytes = sb;
     return sb && !(e->lib_scratch = core_huge_alloc(sb)) ? -1 : 0;
@@ -149,8 +145,6 @@ static cpu_dnnl **lib_lo(cpu_exe *e) {
     if (rc == 0 && sb > e->lib_bytes) { /* a larger scratch (rare: the split sizes some scratchpads) */
         char *s = core_huge_alloc(sb);
         if (s) {
-            cpu_prefault_stop(e->pf); /* it may be faulting the old one in */
-            e->pf = NULL;
             core_free(e->lib_scratch);
             e->lib_scratch = s;
             e->scratch_bytes += sb - e->lib_bytes;
@@ -229,7 +223,6 @@ static void *cpu_compile(const exec_graph *g0) {
         cpu_free(e);
         return NULL;
     }
-    e->pf = cpu_prefault_start(&e->pl, e->arena, e->lib_scratch, e->lib_bytes, e->lib_first);
     tpolicy_init(&e->tp, nthreads());
     /* A graph with collectives times its peers' waits too: it keeps all threads. */
     e->adapt = g_config.adapt_threads && e->tp.hi > 1 && e->cp.wait == NULL;
@@ -462,7 +455,6 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     uint64_t t_run = prof_now_ns();
     for (int j = 0; j < e->nk; j++) {
         if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
-        if (LT_UNLIKELY(e->pf != NULL)) cpu_prefault_at(e->pf, j);
         run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
         if (LT_UNLIKELY(e->cp.wait != NULL) && dist_pending()) dist_progress(); /* MPI moves only inside MPI calls */
         /* Bad index data: stop (nothing was donated: sync.c), unless the
@@ -470,8 +462,6 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         if (LT_UNLIKELY(err_kernel_pending()) && e->cp.wait == NULL) break;
     }
     if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, e->nk, sp);
-    cpu_prefault_stop(e->pf); /* the first run is over: every page it needed is in */
-    e->pf = NULL;
 #ifdef _OPENMP
     if (nt) {
         omp_set_num_threads(prev);

@@ -165,17 +165,6 @@ int tpolicy_threads(const tpolicy *p);
 void tpolicy_record(tpolicy *p, double seconds, int (*contended)(int threads));
 int cpu_contended(int threads);
 
-/* ---- the first run's page faults on a side thread (prefault.c) ---- */
-/* Starts faulting in the arena (pl's temp slots, in the order kernels first
- * write them) and lib (first written by kernel lib_first); NULL if off
- * (unless LT_PREFAULT=1), nothing to do, or no thread. The run reports the kernel
- * it reached (cpu_prefault_at) and stops it at its end (cpu_prefault_stop,
- * which takes NULL). */
-typedef struct prefault prefault;
-prefault *cpu_prefault_start(const plan *pl, char *temps, char *lib, size_t lib_bytes, int32_t lib_first);
-void cpu_prefault_at(prefault *pf, int32_t j);
-void cpu_prefault_stop(prefault *pf);
-
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
 int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
 /* A library op (conv2d and its backward ops, avg pooling and its
