@@ -496,6 +496,8 @@ def m_conv(g, op):
     d = g.dtype(FLOATS)
     x = g.tensor([N, C, H, W], d, special=0.02)
     w = g.tensor([O, C // groups, kh, kw], d, special=0.0)
+    if r.random() < 0.2:  # a non-finite weight meets the padding in the forward
+        w.view(-1)[r.randrange(w.numel())] = r.choice([math.inf, -math.inf, math.nan])
     b = g.tensor([O], d, special=0.0) if r.random() < 0.6 else None
     st = [r.choice([1, 2]), r.choice([1, 2])]
     pd = [r.choice([0, 1]), r.choice([0, 1])]
@@ -819,6 +821,16 @@ def directed():
     g = torch.ones(1, 2, 3, 3)
     g[0, 0, 0, 0], g[0, 1, 1, 2] = inf, nan
     c.append(("conv2d", [RG(torch.ones(1, 1, 3, 3)), RG(torch.ones(2, 1, 3, 3)), None, [1, 1], [1, 1], [1, 1], 1], g))
+    # ... and where oneDNN's direct kernels leave padding taps out (seed 11:
+    # two images, a 2x3 kernel, stride (1, 2)), and an inf weight in the forward
+    g = torch.ones(2, 2, 4, 2)
+    g[0, 1, 2, 1], g[1, 0, 0, 0] = nan, -inf
+    x = torch.arange(18.0).reshape(2, 1, 3, 3) / 7 - 1
+    c.append(("conv2d", [RG(x), RG(torch.ones(2, 1, 2, 3)), RG(T([0.5, -1.0], f32)), [1, 2], [1, 1], [1, 1], 1], g))
+    w = torch.ones(2, 2, 3, 3)
+    w[0, 1, 0, 2], w[1, 0, 2, 1] = inf, nan
+    for d in FLOATS:
+        c.append(("conv2d", [RG(torch.ones(2, 2, 4, 4, dtype=d)), RG(w.to(d)), None, [1, 1], [1, 1], [1, 1], 1], None))
     # Value mismatches the random cases found after items 1-12 (seeds 1-6):
     # matmul checks dtypes only where it multiplies (an empty operand: mixed
     # or bool dtypes accepted, the result takes one operand's dtype)
@@ -1012,6 +1024,15 @@ def save(path, w):
     print(f"{path}: {len(w.cases)} cases, {8 + len(h) + off} bytes")
 
 
+def native(op):
+    """conv2d runs (forward and backward) on PyTorch's native kernel, im2col
+    then a GEMM: where inf or NaN meets a padding tap, its oneDNN path gives
+    NaN in some of oneDNN's kernels and leaves the tap out in others (by
+    shape and ISA), so only the native path is one rule, the same on every
+    machine. lazytensor follows it (ref_nn_conv.c)."""
+    return torch.backends.mkldnn.flags(enabled=op != "conv2d")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=17)
@@ -1026,11 +1047,13 @@ def main():
     n = 0
     if not opt.no_directed:
         for op, args, gout in directed():
-            run_case(w, f"c{n}", op, args, gout, g)
+            with native(op):
+                run_case(w, f"c{n}", op, args, gout, g)
             n += 1
     for op in sorted(MAKERS):
         for _ in range(opt.per_op):
-            run_case(w, f"c{n}", op, MAKERS[op](g, op), None, g)
+            with native(op):
+                run_case(w, f"c{n}", op, MAKERS[op](g, op), None, g)
             n += 1
     save(os.path.abspath(opt.out), w)
 

@@ -65,9 +65,10 @@ typedef struct darg {
 
 enum { D_PRIM, D_LINEAR };
 
-/* A float32 CONV2D_BWD_WEIGHT with padding: what wgrad_pad_nan needs. */
+/* A float32 CONV2D or CONV2D_BWD_WEIGHT with padding: what pad_nan needs.
+ * The output-side value (y, or g) is channel-blocked (nChw16c) where oblk. */
 typedef struct wpad {
-    int on, gblk;                   /* g channel-blocked (nChw16c) */
+    int on, fwd, oblk;
     int64_t N, O, oH, oW, Cg, kH, kW, H, W, ia[6]; /* ia: sH, sW, pH, pW, dH, dW */
 } wpad;
 
@@ -170,16 +171,6 @@ static int serial_wgrad(const gnode *y, dnnl_data_type_t wt, const int64_t *ws, 
     return y->ia[0] > 1 || y->ia[1] > 1 || os[2] * os[3] <= 7 * 7;
 }
 
-/* Does PyTorch 1.13 take its im2col path for this float32 conv's weight
- * gradient (x (N, C, H, W), w (O, C/g, kH, kW))? Its use_mkldnn, as it
- * decides with more than one thread (the machine the fixtures come from):
- * im2col for one image, one group, a kernel not larger than 3 in both dims
- * and at most 20480 input elements; otherwise oneDNN 2.6, the library and
- * version here, which we then follow as it is. */
-static int torch_im2col(const int64_t *x, const int64_t *w, int64_t groups) {
-    return groups == 1 && !(w[2] > 3 && w[3] > 3) && x[0] <= 1 && x[0] * x[1] * x[2] * x[3] <= 20480;
-}
-
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
  * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
@@ -193,9 +184,8 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     if (y->op == LT_OP_CONV2D_BWD_WEIGHT) xs = a1->shape, ws = y->shape, os = a0->shape, xv = y->in[1], ov = y->in[0];
     int64_t G = ia[6];
     int32_t wv = y->op == LT_OP_CONV2D_BWD_WEIGHT ? self : y->in[1];
-    if (y->op == LT_OP_CONV2D_BWD_WEIGHT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]) &&
-        torch_im2col(xs, ws, G))
-        d->wp = (wpad){1, blk[ov], os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2], xs[3],
+    if (y->op != LT_OP_CONV2D_BWD_INPUT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]))
+        d->wp = (wpad){1, y->op == LT_OP_CONV2D, blk[ov], os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2], xs[3],
                        {ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]}};
     dnnl_data_type_t xt = dt_of(&g->nodes[xv]), wt = dt_of(&g->nodes[wv]), ot = dt_of(&g->nodes[ov]);
     dnnl_memory_desc_t xu, wu, ou, bu, xa, wa, oa;
@@ -381,27 +371,49 @@ static int linear_run(const cpu_dnnl *d, void *const *in, float *y) {
                : -1;
 }
 
-/* oneDNN's direct kernels leave out the weight-gradient taps that fall in
- * the padding; PyTorch's im2col multiplies g by the padded zeros there, so
- * a non-finite g at an output position whose tap (kh, kw) reads padding
- * makes dw[o, :, kh, kw] NaN (inf * 0), as in the reference kernel. The scan
- * reads g once, next to the convolution's kH kW C/G multiply-adds per
- * element of g; only non-finite elements cost more. */
+/* Padding taps count as products with zero (the reference kernels' rule,
+ * ref_nn_conv.c: PyTorch's native convolution, im2col then a GEMM). Some of
+ * oneDNN's kernels (the direct JIT ones) leave those taps out, others
+ * (gemm:jit) multiply, by shape and ISA; so after the primitive, wherever a
+ * non-finite factor meets a padding tap, the product inf * 0 = NaN is put
+ * back. Only non-finite elements cost more than one read. */
+static int tap_in_pad(const wpad *w, int64_t e, int64_t kh, int64_t kw) {
+    const int64_t *ia = w->ia, oh = e / w->oW, ow = e % w->oW;
+    int64_t ih = oh * ia[0] - ia[2] + kh * ia[4], iw = ow * ia[1] - ia[3] + kw * ia[5];
+    return ih < 0 || ih >= w->H || iw < 0 || iw >= w->W;
+}
+
+/* Element (n, o, e) of the output-side value (N, O, oH*oW), e the position. */
+static int64_t out_at(const wpad *w, int64_t n, int64_t o, int64_t e) {
+    int64_t plane = w->oH * w->oW;
+    return w->oblk ? ((n * ((w->O + 15) / 16) + o / 16) * plane + e) * 16 + o % 16 : (n * w->O + o) * plane + e;
+}
+
+/* CONV2D_BWD_WEIGHT: a non-finite g at a position whose tap (kh, kw) reads
+ * padding makes dw[o, :, kh, kw] NaN. */
 static void wgrad_pad_nan(const wpad *w, const float *g, float *dw) {
-    const int64_t *ia = w->ia, plane = w->oH * w->oW, ob = (w->O + 15) / 16;
     for (int64_t n = 0; n < w->N; n++)
         for (int64_t o = 0; o < w->O; o++)
-            for (int64_t e = 0; e < plane; e++) {
-                int64_t at = w->gblk ? ((n * ob + o / 16) * plane + e) * 16 + o % 16 : (n * w->O + o) * plane + e;
-                if (isfinite(g[at])) continue;
-                int64_t oh = e / w->oW, ow = e % w->oW;
+            for (int64_t e = 0; e < w->oH * w->oW; e++) {
+                if (isfinite(g[out_at(w, n, o, e)])) continue;
                 for (int64_t kh = 0; kh < w->kH; kh++)
-                    for (int64_t kw = 0; kw < w->kW; kw++) {
-                        int64_t ih = oh * ia[0] - ia[2] + kh * ia[4], iw = ow * ia[1] - ia[3] + kw * ia[5];
-                        if (ih >= 0 && ih < w->H && iw >= 0 && iw < w->W) continue;
-                        for (int64_t c = 0; c < w->Cg; c++) dw[((o * w->Cg + c) * w->kH + kh) * w->kW + kw] = NAN;
-                    }
+                    for (int64_t kw = 0; kw < w->kW; kw++)
+                        if (tap_in_pad(w, e, kh, kw))
+                            for (int64_t c = 0; c < w->Cg; c++) dw[((o * w->Cg + c) * w->kH + kh) * w->kW + kw] = NAN;
             }
+}
+
+/* CONV2D: a non-finite weight w[o, c, kh, kw] makes y[:, o] NaN at every
+ * position whose tap (kh, kw) reads padding. */
+static void fwd_pad_nan(const wpad *w, const float *wt, float *y) {
+    for (int64_t o = 0; o < w->O; o++)
+        for (int64_t i = 0; i < w->Cg * w->kH * w->kW; i++) {
+            if (isfinite(wt[o * w->Cg * w->kH * w->kW + i])) continue;
+            int64_t kh = i / w->kW % w->kH, kw = i % w->kW;
+            for (int64_t e = 0; e < w->oH * w->oW; e++)
+                if (tap_in_pad(w, e, kh, kw))
+                    for (int64_t n = 0; n < w->N; n++) y[out_at(w, n, o, e)] = NAN;
+        }
 }
 
 int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
@@ -425,7 +437,8 @@ int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
         if (a->io < 0 && a->reorder && dnnl_primitive_execute(a->reorder, strm, 2, r) != dnnl_success) return -1;
     }
     if (dnnl_stream_wait(strm) != dnnl_success) return -1;
-    if (d->wp.on) wgrad_pad_nan(&d->wp, in[0], out);
+    if (d->wp.on && d->wp.fwd) fwd_pad_nan(&d->wp, in[1], out);
+    if (d->wp.on && !d->wp.fwd) wgrad_pad_nan(&d->wp, in[0], out);
     return 0;
 }
 

@@ -47,11 +47,21 @@ static void acc_store(const gnode *y, double *acc, void *out) {
     for (int64_t i = 0; i < y->numel; i++) st_f(out, (lt_dtype)y->dtype, i, acc[i]);
 }
 
+/* Padding taps are products with zero, in the forward and in the weight
+ * gradient: PyTorch's native CPU convolution (im2col, then a GEMM), the
+ * path of every float64 conv and of float32 ones it does not give oneDNN.
+ * Its oneDNN path leaves padding taps out in some of oneDNN's kernels and
+ * not in others (by shape and ISA), so PyTorch's own NaN there is not one
+ * rule; this one is, on every machine (README, semantics notes). An inf or
+ * NaN weight (forward) or upstream gradient (weight gradient) that meets a
+ * padding tap thus gives NaN. The cpu backend follows it (dnnl.c). */
+
 /* in: x (N, C, H, W), w (O, C/g, kH, kW), [bias (O)] -> (N, O, oH, oW) */
 void ref_conv2d(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, in[0].shape, in[1].shape, y->shape);
     double *acc = acc_new(y->numel);
-    CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi), (void)0);
+    CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi),
+             acc[yi] += 0.0 * ld_f(in[1].data, in[1].dtype, wi));
     if (y->nin == 3)
         for (int64_t i = 0; i < y->numel; i++) acc[i] += ld_f(in[2].data, in[2].dtype, (i / (c.oH * c.oW)) % c.O);
     acc_store(y, acc, out);
@@ -66,9 +76,7 @@ void ref_conv2d_bwd_input(const gnode *y, const ref_arg *in, void *out) {
 }
 
 /* in: grad_out (N, O, oH, oW), x (N, C, H, W) -> grad_w (O, C/g, kH, kW).
- * A padding tap adds g * 0, as PyTorch's products over the zero-padded
- * input (and oneDNN's) do: an inf or NaN g there makes the tap's gradient
- * NaN. */
+ * A padding tap adds g * 0 (above). */
 void ref_conv2d_bwd_weight(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, in[1].shape, y->shape, in[0].shape);
     double *acc = acc_new(y->numel);
