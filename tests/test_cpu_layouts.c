@@ -472,6 +472,61 @@ TEST(bn_relu_backward_blocked_matches_reference) {
     for (int t = 0; t < 12; t++) bn_relu_bwd_blocked_case(t, t % 3 == 2);
 }
 
+/* ---- conv2d's padding taps with non-finite factors on blocked values:
+ * an inf weight (forward) and an inf upstream gradient (weight gradient)
+ * meeting padding give NaN (ref_nn_conv.c's rule; dnnl.c puts it back
+ * after oneDNN, here on nChw16c outputs and gradients). a = conv(x, w1) is
+ * blocked (only convs read it); a 1x1 conv carries its NaN / inf pattern
+ * out; w2's -inf column makes a's gradient non-finite in one channel. ---- */
+static int pad_run(int ref, double **out, int64_t *len) {
+    exec_set_backend(ref);
+    lt_manual_seed(3);
+    int64_t xs[4] = {2, 16, 5, 4}, w1s[4] = {32, 16, 3, 3}, w2s[4] = {16, 32, 3, 3}, w3s[4] = {16, 32, 1, 1};
+    int64_t st[2] = {1, 1}, pad[2] = {1, 1}, nopad[2] = {0, 0}, dil[2] = {1, 1};
+    lt_tensor *w3 = lt_randn(LT_F32, 4, w3s), *x = lt_randn(LT_F32, 4, xs), *r1 = lt_randn(LT_F32, 4, w1s), *r2 = lt_randn(LT_F32, 4, w2s);
+    float *h1 = malloc(32 * 16 * 9 * sizeof *h1), *h2 = malloc(16 * 32 * 9 * sizeof *h2);
+    double *d1 = h_read(r1), *d2 = h_read(r2);
+    for (int i = 0; i < 32 * 16 * 9; i++) h1[i] = (float)d1[i], h2[i] = (float)d2[i];
+    h1[((19 * 16 + 4) * 3 + 0) * 3 + 2] = INFINITY; /* w1[19, 4, 0, 2] */
+    h1[((3 * 16 + 0) * 3 + 1) * 3 + 1] = NAN;       /* w1[3, 0, 1, 1]: no padding tap at pad 1 */
+    for (int o = 0; o < 16; o++) h2[((o * 32 + 21) * 3 + 2) * 3 + 0] = -INFINITY; /* w2[:, 21, 2, 0] */
+    lt_tensor *w1 = lt_from_data(h1, LT_F32, 4, w1s), *w2 = lt_from_data(h2, LT_F32, 4, w2s);
+    lt_set_requires_grad(w1, true), lt_set_requires_grad(w2, true);
+    lt_tensor *a = lt_conv2d(x, w1, NULL, st, pad, dil, 1);
+    lt_tensor *c = lt_conv2d(a, w3, NULL, st, nopad, dil, 1);
+    lt_tensor *b = lt_conv2d(a, w2, NULL, st, pad, dil, 1), *loss = lt_sum(b, 0, NULL, false);
+    CHECK(lt_backward(loss) == 0);
+    lt_free(a), lt_free(b), lt_free(loss); /* not roots: a may stay blocked */
+    lt_mark_step();
+    CHECK_NO_ERR();
+    lt_tensor *keep[3] = {c, lt_grad(w1), lt_grad(w2)};
+    for (int i = 0; i < 3; i++) out[i] = h_read(keep[i]), len[i] = lt_numel(keep[i]);
+    lt_free(x), lt_free(r1), lt_free(r2), lt_free(w1), lt_free(w2), lt_free(c);
+    lt_free(w3), free(h1), free(h2), free(d1), free(d2);
+    exec_set_backend(-1);
+    return 3;
+}
+
+TEST(conv_padding_taps_nonfinite_blocked) {
+    double *r[3], *c[3];
+    int64_t nr[3], nc[3];
+    pad_run(1, r, nr), pad_run(0, c, nc);
+    int64_t nan_taps = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK(nr[i] == nc[i]);
+        int64_t bad = 0;
+        for (int64_t j = 0; j < nr[i] && nr[i] == nc[i]; j++) {
+            double u = r[i][j], v = c[i][j];
+            nan_taps += i == 1 && isnan(u);
+            bad += isnan(u) != isnan(v) || (isinf(u) && u != v) || (isfinite(u) && !(fabs(u - v) <= 1e-3 * (1 + fabs(u))));
+        }
+        CHECK_MSG(bad == 0, "output %d: %lld of %lld elements differ between cpu and ref", i, (long long)bad,
+                  (long long)nr[i]);
+        free(r[i]), free(c[i]);
+    }
+    CHECK(nan_taps > 0); /* w1's gradient: the NaN of g * 0 at padding taps */
+}
+
 int main(void) {
     RUN(resnet20_step_matches_reference);
     RUN(resnet20_eval_matches_reference);
@@ -481,5 +536,6 @@ int main(void) {
     RUN(maxpool_blocked_matches_reference);
     RUN(bf16_maxpool_stem_blocked);
     RUN(bn_relu_backward_blocked_matches_reference);
+    RUN(conv_padding_taps_nonfinite_blocked);
     return h_report();
 }

@@ -376,44 +376,54 @@ static int linear_run(const cpu_dnnl *d, void *const *in, float *y) {
  * oneDNN's kernels (the direct JIT ones) leave those taps out, others
  * (gemm:jit) multiply, by shape and ISA; so after the primitive, wherever a
  * non-finite factor meets a padding tap, the product inf * 0 = NaN is put
- * back. Only non-finite elements cost more than one read. */
+ * back. The common case costs one streaming read of the factor. */
 static int tap_in_pad(const wpad *w, int64_t e, int64_t kh, int64_t kw) {
     const int64_t *ia = w->ia, oh = e / w->oW, ow = e % w->oW;
     int64_t ih = oh * ia[0] - ia[2] + kh * ia[4], iw = ow * ia[1] - ia[3] + kw * ia[5];
     return ih < 0 || ih >= w->H || iw < 0 || iw >= w->W;
 }
 
-/* Element (n, o, e) of the output-side value (N, O, oH*oW), e the position. */
-static int64_t out_at(const wpad *w, int64_t n, int64_t o, int64_t e) {
-    int64_t plane = w->oH * w->oW;
-    return w->oblk ? ((n * ((w->O + 15) / 16) + o / 16) * plane + e) * 16 + o % 16 : (n * w->O + o) * plane + e;
+/* The output-side value (N, O, oH oW) plain or as nChw16c (channels padded
+ * to a multiple of 16): its element count, and element i's (n, o, e), e the
+ * position; 0 for a padding channel. */
+static int64_t out_len(const wpad *w) { return w->N * (w->oblk ? (w->O + 15) / 16 * 16 : w->O) * w->oH * w->oW; }
+static int out_pos(const wpad *w, int64_t i, int64_t *n, int64_t *o, int64_t *e) {
+    int64_t plane = w->oH * w->oW, ob = (w->O + 15) / 16;
+    if (!w->oblk) return *e = i % plane, *o = i / plane % w->O, *n = i / plane / w->O, 1;
+    *o = i / plane / 16 % ob * 16 + i % 16, *e = i / 16 % plane, *n = i / 16 / plane / ob;
+    return *o < w->O;
+}
+static int all_finite(const float *p, int64_t len) {
+    int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (len > 65536)
+    for (int64_t i = 0; i < len; i++) bad |= !isfinite(p[i]);
+    return !bad;
 }
 
 /* CONV2D_BWD_WEIGHT: a non-finite g at a position whose tap (kh, kw) reads
  * padding makes dw[o, :, kh, kw] NaN. */
 static void wgrad_pad_nan(const wpad *w, const float *g, float *dw) {
-    for (int64_t n = 0; n < w->N; n++)
-        for (int64_t o = 0; o < w->O; o++)
-            for (int64_t e = 0; e < w->oH * w->oW; e++) {
-                if (isfinite(g[out_at(w, n, o, e)])) continue;
-                for (int64_t kh = 0; kh < w->kH; kh++)
-                    for (int64_t kw = 0; kw < w->kW; kw++)
-                        if (tap_in_pad(w, e, kh, kw))
-                            for (int64_t c = 0; c < w->Cg; c++) dw[((o * w->Cg + c) * w->kH + kh) * w->kW + kw] = NAN;
-            }
+    int64_t len = out_len(w), n, o, e;
+    if (all_finite(g, len)) return;
+    for (int64_t i = 0; i < len; i++) {
+        if (isfinite(g[i]) || !out_pos(w, i, &n, &o, &e)) continue;
+        for (int64_t kh = 0; kh < w->kH; kh++)
+            for (int64_t kw = 0; kw < w->kW; kw++)
+                if (tap_in_pad(w, e, kh, kw))
+                    for (int64_t c = 0; c < w->Cg; c++) dw[((o * w->Cg + c) * w->kH + kh) * w->kW + kw] = NAN;
+    }
 }
 
 /* CONV2D: a non-finite weight w[o, c, kh, kw] makes y[:, o] NaN at every
  * position whose tap (kh, kw) reads padding. */
 static void fwd_pad_nan(const wpad *w, const float *wt, float *y) {
-    for (int64_t o = 0; o < w->O; o++)
-        for (int64_t i = 0; i < w->Cg * w->kH * w->kW; i++) {
-            if (isfinite(wt[o * w->Cg * w->kH * w->kW + i])) continue;
-            int64_t kh = i / w->kW % w->kH, kw = i % w->kW;
-            for (int64_t e = 0; e < w->oH * w->oW; e++)
-                if (tap_in_pad(w, e, kh, kw))
-                    for (int64_t n = 0; n < w->N; n++) y[out_at(w, n, o, e)] = NAN;
-        }
+    int64_t per = w->Cg * w->kH * w->kW, n, o, e;
+    if (all_finite(wt, w->O * per)) return;
+    for (int64_t i = 0; i < out_len(w); i++) {
+        if (!out_pos(w, i, &n, &o, &e)) continue;
+        for (int64_t j = 0; j < per; j++)
+            if (!isfinite(wt[o * per + j]) && tap_in_pad(w, e, j / w->kW % w->kH, j % w->kW)) y[i] = NAN;
+    }
 }
 
 int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
