@@ -1,7 +1,9 @@
 #!/bin/sh
 # Batch norm with its ReLU (+ add) epilogue and its backward's ReLU-mask
-# (+ gradient add) prologue fused (LT_BN_FUSE=1, the default) against the
-# same kernels unfused (LT_BN_FUSE=0), alternating in one session: ResNet-50
+# (+ gradient add) prologue fused, the mask recomputed from x where it can
+# be (LT_BN_FUSE=2, the default), fused reading the mask from the ReLU's
+# output (1), and unfused (0), alternating in one session (FUSE="2 1" picks
+# the settings and their order): ResNet-50
 # training steps (AdamW, fake data, NT threads, default 2) with kernel
 # timelines; prints per run each steady step's wall time, the time of the
 # batch-norm family (BN_* kernels, and the RELU / WHERE groups that the
@@ -14,7 +16,7 @@ tmp=${TMPDIR:-/tmp}/lt-bn-fuse.$$
 i=0
 while [ $i -lt "$rounds" ]; do
     i=$((i + 1))
-    for f in 1 0; do
+    for f in ${FUSE:-2 1 0}; do
         LT_BN_FUSE=$f LT_NUM_THREADS=${NT:-2} LT_TRACE_FILE=$tmp.json LT_TRACE_KERNELS=1 "$here/build/lazytensor" train \
             --data fake --model resnet50 --image-size "$res" --batch-size "$batch" --steps "$steps" --test-size 0 \
             > "$tmp.log" 2>&1 || { cat "$tmp.log"; rm -f "$tmp.json" "$tmp.log"; exit 1; }

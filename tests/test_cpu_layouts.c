@@ -391,6 +391,48 @@ static lt_tensor *h_act(const float *v, int bf16, const int64_t *xs) {
     return t;
 }
 
+/* The same bits in n floats (bf16: bfloat16s), but any NaN for a NaN (its
+ * sign follows the order in which threads' partial sums meet). */
+static int same_bits(const void *p, const void *q, int64_t n, int bf16) {
+    for (int64_t i = 0; i < n; i++) {
+        float a = bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+        float b = bf16 ? bf16_to_f32(((const uint16_t *)q)[i]) : ((const float *)q)[i];
+        if (memcmp(&a, &b, 4) && !(a != a && b != b)) return 0;
+    }
+    return 1;
+}
+
+/* The backward's ReLU mask recomputed from x (bn_grad's xm, the forward
+ * relu(bn(x)) without a residual): bit for bit what reading the forward's
+ * output gives, for each ISA copy of the forward and the backward, with
+ * and without a bias and the masked gradient kept. x (blocked) and a as
+ * bn_relu_bwd_blocked_case made them; m, v the statistics, w the weight. */
+static void bn_xmask_blocked_check(int trial, bn_geom geom, const void *bx, const void *ba, const float *m,
+                                   const float *v, const float *w) {
+    int64_t n = geom.N * geom.C * geom.inner;
+    size_t bytes = (size_t)n * (geom.bf16 ? 2 : 4), sb = (size_t)geom.C * 8;
+    float *bias = malloc((size_t)geom.C * 4), *s1 = malloc(sb), *s2 = malloc(sb);
+    void *out = malloc(bytes), *dx1 = malloc(bytes), *dx2 = malloc(bytes), *gm1 = malloc(bytes), *gm2 = malloc(bytes);
+    for (int64_t c = 0; c < geom.C; c++) bias[c] = (float)(rnd(201) - 100) / 64.0f;
+    for (int level = 0; level <= 2; level++)
+        for (int k = 0; k < 4; k++) {
+            int keep = k & 1;
+            const float *bi = k & 2 ? bias : NULL;
+            core_set_isa(level);
+            bn_blk_apply(geom, bx, m, v, w, bi, 1e-5, NULL, 1, out);
+            core_set_isa((level + k) % 3); /* the backward's copy need not be the forward's */
+            bn_grad from_out = {ba, NULL, out, keep ? gm1 : NULL, {0}};
+            bn_grad from_x = {.a = ba, .gm = keep ? gm2 : NULL, .xm = {1, w, bi, 1e-5}};
+            bn_blk_bwd(geom, from_out, bx, m, v, w, 1, 1e-5, dx1, s1);
+            bn_blk_bwd(geom, from_x, bx, m, v, w, 1, 1e-5, dx2, s2);
+            int same = same_bits(dx1, dx2, n, geom.bf16) && same_bits(s1, s2, 2 * geom.C, 0) &&
+                       (!keep || same_bits(gm1, gm2, n, geom.bf16));
+            CHECK_MSG(same, "trial %d %s isa %d/%d%s%s: the mask from x differs from the forward's output's", trial,
+                      geom.bf16 ? "bf16" : "f32", level, (level + k) % 3, bi ? " bias" : "", keep ? " kept" : "");
+        }
+    free(bias), free(s1), free(s2), free(out), free(dx1), free(dx2), free(gm1), free(gm2);
+}
+
 static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     /* 16-64 channels: the loops share a channel block's samples or take whole blocks (bn_blocked.c) */
     int64_t xs[4] = {2 + rnd(2), 16 * (1 + rnd(4)), 1 + rnd(5), 1 + rnd(5)}, C = xs[1], cs[1] = {C};
@@ -445,7 +487,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
     for (int level = 0; level <= 2; level++)
         for (int keep = 0; keep < 2; keep++) {
             core_set_isa(level);
-            bn_grad gr = {ba, res ? bb : NULL, bo, keep ? bgm : NULL};
+            bn_grad gr = {ba, res ? bb : NULL, bo, keep ? bgm : NULL, {0}};
             bn_blk_bwd(geom, gr, bx, m, v, w, 1, 1e-5, bdx, sums);
             to_blocked(bdx, pdx, xs, es, 1);
             to_blocked(bgm, pgm, xs, es, 1);
@@ -460,6 +502,7 @@ static void bn_relu_bwd_blocked_case(int trial, int bf16) {
                       bf16 ? "bf16" : "f32", level, res ? " + add" : "", keep ? " kept" : "", (long long)xs[0],
                       (long long)xs[1], (long long)xs[2], (long long)xs[3], (long long)bad);
         }
+    if (!res) bn_xmask_blocked_check(trial, geom, bx, ba, m, v, w);
     core_set_isa(-1);
     lt_free(tx), lt_free(to), lt_free(ta), lt_free(tb), lt_free(tw), lt_free(stats), lt_free(y), lt_free(z);
     lt_free(le), lt_free(sum), lt_free(gm), lt_free(dx), lt_free(dwb);

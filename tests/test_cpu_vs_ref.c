@@ -505,6 +505,11 @@ typedef struct nctx {
  * ReLU's backward where(o <= 0, 0, g [+ g2]), which the cpu backend
  * computes in one kernel (K_BN_BWD with its ReLU prologue, fuse.c). */
 #define BN_RELU_BWD (-4)
+/* Not an op: o = relu(batch_norm(x)), a = conv(o) (depthwise 3x3, so that
+ * ReLU's backward below is a kernel of its own), batch norm's backward of
+ * where(o <= 0, 0, a): the cpu backend recomputes the mask from x in the
+ * backward (K_BN_BWD's xmask, fuse.c) instead of reading o. */
+#define BN_XMASK_BWD (-5)
 
 static lt_tensor *make_nn(void *p) {
     nctx *c = p;
@@ -537,6 +542,18 @@ static lt_tensor *make_nn(void *p) {
         lt_tensor *r = lt_cat(2 + c->keep_g, parts, 0);
         lt_free(y), lt_free(stats), lt_free(z), lt_free(le), lt_free(s), lt_free(gm), lt_free(dx), lt_free(dwb);
         for (int i = 0; i < 3; i++) lt_free(parts[i]);
+        return r;
+    }
+    case BN_XMASK_BWD: {
+        int64_t one[2] = {1, 1};
+        lt_tensor *stats = NULL, *y = nn_batch_norm(c->x, c->w, c->b, NULL, NULL, true, 0.1, 1e-5, &stats);
+        lt_tensor *o = lt_relu(y), *a = lt_conv2d(o, c->g2, NULL, one, one, one, lt_shape(c->x)[1]);
+        lt_tensor *z = lt_full(0.0, lt_dtype_of(o), 0, NULL), *le = lt_le(o, z), *gm = lt_where(le, z, a);
+        lt_tensor *dx = nn_batch_norm_backward_input(gm, c->x, c->w, stats, NULL, NULL, 1e-5);
+        lt_tensor *dwb = nn_batch_norm_backward_params(gm, c->x, stats, NULL, NULL, 1e-5);
+        lt_tensor *parts[2] = {lt_flatten(dx, 0, -1), lt_flatten(dwb, 0, -1)}, *r = lt_cat(2, parts, 0);
+        lt_free(y), lt_free(stats), lt_free(o), lt_free(a), lt_free(z), lt_free(le), lt_free(gm), lt_free(dx);
+        lt_free(dwb), lt_free(parts[0]), lt_free(parts[1]);
         return r;
     }
     case BN_ACT: {
@@ -723,6 +740,16 @@ static void bn_case(int trial) {
         differential(what, -1, make_nn, &c, 1e-4);
         lt_free(c.o), lt_free(c.g2), lt_free(c.g), lt_free(o), lt_free(g2);
         c.o = c.g2 = NULL, c.g = g;
+    }
+    if (c.training && nd == 4) { /* the backward's relu mask from x, a conv between */
+        char what[64];
+        int64_t ks[4] = {xs[1], 1, 3, 3};
+        c.g2 = rand_tensor(LT_F32, 4, ks, 0);
+        snprintf(what, sizeof what, "BN backward of relu(BN)'s mask trial %d", trial);
+        c.op = BN_XMASK_BWD;
+        differential(what, -1, make_nn, &c, 1e-4);
+        lt_free(c.g2);
+        c.g2 = NULL;
     }
     for (c.res = 0; c.res < 2; c.res++) { /* the forward with its relu (+ add) epilogue */
         char what[64];

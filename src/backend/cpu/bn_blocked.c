@@ -21,11 +21,13 @@ typedef struct bn_rows {
                   int64_t inner);
     void (*dx)(const void *gp, const void *xp, void *dp, const float *k, const float *mg, const float *cx,
                const float *mc, int64_t inner, int batch);
-    /* sums and dx of the gradient bn_grad computes from a, b and out */
+    /* sums and dx of the gradient bn_grad computes from a, b and out (op
+     * NULL: out recomputed from x with the forward's sc, sh) */
     void (*gsums)(const void *ap, const void *bp, const void *op, const void *xp, void *gm, const float *m2,
-                  int64_t inner, double *acc);
+                  const float *sc, const float *sh, int64_t inner, double *acc);
     void (*gdx)(const void *ap, const void *bp, const void *op, const void *xp, void *dp, const float *k,
-                const float *mg, const float *cx, const float *mc, int64_t inner, int batch);
+                const float *mg, const float *cx, const float *mc, const float *sc, const float *sh, int64_t inner,
+                int batch);
 } bn_rows;
 
 /* Merges a part of nb values per lane, with means mb and sums of squared
@@ -112,33 +114,42 @@ void bn_blk_stats(bn_geom b, const void *x, float *out) {
     for (int64_t cb = 0; cb < b.C / 16; cb++) block_stats(b, cb, x, out, !blockwise);
 }
 
+/* The forward's y = x sc + sh for channels c0 .. c0 + 15 (bn_blk_apply; the
+ * backward's ReLU mask from x repeats it, bit for bit). */
+static void apply_coefs(int64_t c0, const float *m, const float *v, const float *w, const float *bias, double eps,
+                        float sc[16], float sh[16]) {
+    for (int i = 0; i < 16; i++) {
+        double is = 1.0 / sqrt((double)v[c0 + i] + eps), wc = w ? w[c0 + i] : 1.0;
+        sc[i] = (float)(is * wc);
+        sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
+    }
+}
+
 void bn_blk_apply(bn_geom b, const void *x, const float *m, const float *v, const float *w, const float *bias,
                   double eps, const void *res, int act, void *out) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
 #pragma omp parallel for schedule(static)
     for (int64_t u = 0; u < b.N * CB; u++) {
-        int64_t c0 = (u % CB) * 16;
         float sc[16], sh[16];
-        for (int i = 0; i < 16; i++) {
-            double is = 1.0 / sqrt((double)v[c0 + i] + eps), wc = w ? w[c0 + i] : 1.0;
-            sc[i] = (float)(is * wc);
-            sh[i] = (float)((bias ? bias[c0 + i] : 0.0) - m[c0 + i] * is * wc);
-        }
+        apply_coefs((u % CB) * 16, m, v, w, bias, eps, sc, sh);
         r->apply(run_at(b, x, u), run_at_w(b, out, u), sc, sh, res ? run_at(b, res, u) : NULL, act, b.inner);
     }
 }
 
-/* block_sums(g, x, 0, m2) for g of bn_grad gr (out not NULL), which gr.gm receives. */
-static void block_gsums(bn_geom b, int64_t cb, bn_grad gr, const void *x, const float *m2, double s[32], int par) {
+/* block_sums(g, x, 0, m2) for g of bn_grad gr (out or xm given), which
+ * gr.gm receives; sc, sh: the forward's coefficients (xm). */
+static void block_gsums(bn_geom b, int64_t cb, bn_grad gr, const void *x, const float *m2, const float *sc,
+                        const float *sh, double s[32], int par) {
     int64_t CB = b.C / 16;
     const bn_rows *r = rows(b);
     double acc[32] = {0};
 #pragma omp parallel for schedule(static) reduction(+ : acc[:32]) if (par)
     for (int64_t n = 0; n < b.N; n++) {
         int64_t u = n * CB + cb;
-        r->gsums(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, run_at(b, gr.out, u), run_at(b, x, u),
-                 gr.gm ? run_at_w(b, gr.gm, u) : NULL, m2, b.inner, acc);
+        r->gsums(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, gr.out ? run_at(b, gr.out, u) : NULL,
+                 run_at(b, x, u),
+                 gr.gm ? run_at_w(b, gr.gm, u) : NULL, m2, sc, sh, b.inner, acc);
     }
     memcpy(s, acc, sizeof acc);
 }
@@ -149,15 +160,18 @@ void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const floa
     const bn_rows *r = rows(b);
     double cnt = (double)(b.N * b.inner);
     /* g as it is in memory, if it is: given, or written by the sums pass */
-    const void *g = gr.out ? gr.gm : gr.a;
+    int masked = gr.out || gr.xm.on;
+    const void *g = masked ? gr.gm : gr.a;
     int blockwise = by_block(b), par = !blockwise;
 #pragma omp parallel for schedule(static) if (blockwise)
     for (int64_t cb = 0; cb < CB; cb++) {
         int64_t c0 = cb * 16;
         double s[32] = {0}, is[16];
         static const float zero[16];
+        float fsc[16] = {0}, fsh[16] = {0}; /* the forward's, for the mask from x */
         for (int i = 0; i < 16; i++) is[i] = 1.0 / sqrt((double)v[c0 + i] + eps);
-        if (gr.out && (batch || sums || gr.gm)) block_gsums(b, cb, gr, x, m + c0, s, par);
+        if (gr.xm.on) apply_coefs(c0, m, v, gr.xm.w, gr.xm.bias, gr.xm.eps, fsc, fsh);
+        if (masked && (batch || sums || gr.gm)) block_gsums(b, cb, gr, x, m + c0, fsc, fsh, s, par);
         else if (batch || sums) block_sums(b, cb, g, x, zero, m + c0, s, par); /* s[16 + i] = sum(g (x - m)) */
         if (sums)
             for (int i = 0; i < 16; i++) {
@@ -177,8 +191,8 @@ void bn_blk_bwd(bn_geom b, bn_grad gr, const void *x, const float *m, const floa
             int64_t u = n * CB + cb;
             if (g) r->dx(run_at(b, g, u), run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
             else
-                r->gdx(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, run_at(b, gr.out, u), run_at(b, x, u),
-                       run_at_w(b, dx, u), k, mg, cx, mc, b.inner, batch);
+                r->gdx(run_at(b, gr.a, u), gr.b ? run_at(b, gr.b, u) : NULL, gr.out ? run_at(b, gr.out, u) : NULL,
+                       run_at(b, x, u), run_at_w(b, dx, u), k, mg, cx, mc, fsc, fsh, b.inner, batch);
         }
     }
 }

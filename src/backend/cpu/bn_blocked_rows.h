@@ -86,26 +86,34 @@ static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, co
 /* Batch norm's upstream gradient at run position j (bn_grad, cpu.h) into *out:
  * where(out <= 0, 0, a [+ b]), the add rounded to A as the tile
  * interpreter's ADD stores it, so the values are those of the unfused
- * kernels; a NaN out passes the gradient (NaN <= 0 is false), as there. */
-static inline void BT(grad_at)(const A *ap, const A *bp, const A *op, int64_t j, v16 *out) {
-    v16 g = LDV(ap + j * 16);
+ * kernels; a NaN out passes the gradient (NaN <= 0 is false), as there.
+ * op NULL: out recomputed from x as run_apply computes it (t = x sc + sh,
+ * rounded to A: relu(t) <= 0 exactly where that is <= 0, NaN included). */
+static inline void BT(grad_at)(const A *ap, const A *bp, const A *op, const A *xp, const v16 *sc, const v16 *sh,
+                               int64_t j, v16 *out) {
+    v16 g = LDV(ap + j * 16), o;
     if (bp) {
         g += LDV(bp + j * 16);
         RNDV(g);
     }
-    *out = VSEL(LDV(op + j * 16) <= 0, (v16){0}, g);
+    if (op) o = LDV(op + j * 16);
+    else {
+        o = LDV(xp + j * 16) * *sc + *sh;
+        RNDV(o);
+    }
+    *out = VSEL(o <= 0, (v16){0}, g);
 }
 
-/* run_sums(g, x, 0, m2) with g = grad_at(a, b, out), stored to gm if not
- * NULL (the same float operations: the same sums). */
+/* run_sums(g, x, 0, m2) with g = grad_at(a, b, out or x sc + sh), stored
+ * to gm if not NULL (the same float operations: the same sums). */
 static void BT(run_gsums)(const void *a, const void *b, const void *o, const void *x, void *gm, const float *m2,
-                          int64_t inner, double *acc) {
+                          const float *sc, const float *sh, int64_t inner, double *acc) {
     const A *ap = a, *bp = b, *op = o, *xp = x;
     A *gp = gm;
-    v16 r0 = {0}, r1 = {0}, m2v = V16(m2);
+    v16 r0 = {0}, r1 = {0}, m2v = V16(m2), scv = V16(sc), shv = V16(sh);
     for (int64_t k = 0; k < inner; k++) {
         v16 g;
-        BT(grad_at)(ap, bp, op, k, &g);
+        BT(grad_at)(ap, bp, op, xp, &scv, &shv, k, &g);
         if (gp) STV(gp + k * 16, g);
         r0 += g;
         r1 += g * (LDV(xp + k * 16) - m2v);
@@ -113,15 +121,16 @@ static void BT(run_gsums)(const void *a, const void *b, const void *o, const voi
     BN_FN(add_lanes)(acc, r0, r1);
 }
 
-/* run_dx with g = grad_at(a, b, out). */
+/* run_dx with g = grad_at(a, b, out or x sc + sh). */
 static void BT(run_gdx)(const void *a, const void *b, const void *o, const void *x, void *d, const float *k,
-                        const float *mg, const float *cx, const float *mc, int64_t inner, int batch) {
+                        const float *mg, const float *cx, const float *mc, const float *sc, const float *sh,
+                        int64_t inner, int batch) {
     const A *ap = a, *bp = b, *op = o, *xp = x;
     A *dp = d;
-    v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc);
+    v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc), scv = V16(sc), shv = V16(sh);
     for (int64_t j = 0; j < inner; j++) {
         v16 gv;
-        BT(grad_at)(ap, bp, op, j, &gv);
+        BT(grad_at)(ap, bp, op, xp, &scv, &shv, j, &gv);
         STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
     }
 }

@@ -25,21 +25,32 @@ static void FN(chan_sums)(bn_geom b, int64_t c, const A *a, const A *bb, float m
     s[1] = s1;
 }
 
-/* chan_sums(g, bb, 0, m2) for g of bn_grad gr (out not NULL), which gr.gm
- * receives: where(out <= 0, 0, a [+ b]), the add rounded to A as the tile
- * interpreter's ADD stores it. */
-static void FN(chan_gsums)(bn_geom b, int64_t c, bn_grad gr, const A *bb, float m2, double *s) {
+/* The forward's scale and shift of channel c: bn_apply's y = (x - m) sc +
+ * sh, which the backward's ReLU mask from x (bn_grad's xm) repeats. */
+static void FN(apply_coef)(bn_stats st, int64_t c, const float *w, const float *bias, double eps, float *sc,
+                           float *sh) {
+    double is = 1.0 / sqrt((double)st.v[c] + eps);
+    *sc = (float)(is * (w ? w[c] : 1.0));
+    *sh = bias ? bias[c] : 0.0f;
+}
+
+/* chan_sums(g, bb, 0, m2) for g of bn_grad gr (out or xm given), which
+ * gr.gm receives: where(out <= 0, 0, a [+ b]), the add rounded to A as the
+ * tile interpreter's ADD stores it; out NULL: relu((x - m2) fsc + fsh)
+ * rounded to A, as bn_apply stores it (m2 is the forward's mean). */
+static void FN(chan_gsums)(bn_geom b, int64_t c, bn_grad gr, const A *bb, float m2, float fsc, float fsh,
+                           double *s) {
     double s0 = 0, s1 = 0;
     for (int64_t n = 0; n < b.N; n++) {
         int64_t o = (n * b.C + c) * b.inner;
-        const A *ap = (const A *)gr.a + o, *bp = gr.b ? (const A *)gr.b + o : NULL, *op = (const A *)gr.out + o;
-        const A *xp = bb + o;
+        const A *ap = (const A *)gr.a + o, *bp = gr.b ? (const A *)gr.b + o : NULL;
+        const A *op = gr.out ? (const A *)gr.out + o : NULL, *xp = bb + o;
         A *gp = gr.gm ? (A *)gr.gm + o : NULL;
         float r0 = 0, r1 = 0;
 #pragma omp simd reduction(+ : r0, r1)
         for (int64_t k = 0; k < b.inner; k++) {
             float g = bp ? LD(ST(LD(ap[k]) + LD(bp[k]))) : LD(ap[k]);
-            g = LD(op[k]) <= 0 ? 0.0f : g;
+            g = (op ? LD(op[k]) : LD(ST((LD(xp[k]) - m2) * fsc + fsh))) <= 0 ? 0.0f : g;
             if (gp) gp[k] = ST(g);
             r0 += g;
             r1 += g * (LD(xp[k]) - m2);
@@ -79,10 +90,10 @@ static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, co
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < b.N * b.C; nc++) {
         int64_t c = nc % b.C;
-        double is = 1.0 / sqrt((double)st.v[c] + eps);
         /* (x - m) * sc + bias, not x * sc + (bias - m * sc): far from zero
          * with a small variance the second cancels (x * sc ~ 1e3, 1e-4 off) */
-        float sc = (float)(is * (w ? w[c] : 1.0)), m = st.m[c], sh = bias ? bias[c] : 0.0f;
+        float sc, sh, m = st.m[c];
+        FN(apply_coef)(st, c, w, bias, eps, &sc, &sh);
         const A *xp = xs + nc * b.inner, *rp = res ? res + nc * b.inner : NULL;
         A *yp = out + nc * b.inner;
         if (!act) {
@@ -101,13 +112,15 @@ static void FN(bn_apply)(bn_geom b, bn_stats st, const A *xs, const float *w, co
 static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, bn_grad gr, const A *xs, const float *w, double eps, A *dx,
                        float *sums) {
     double cnt = (double)(b.N * b.inner);
-    const A *g = gr.out ? gr.gm : gr.a; /* g in memory, if it is: given, or written by the sums pass */
+    int masked = gr.out || gr.xm.on;
+    const A *g = masked ? gr.gm : gr.a; /* g in memory, if it is: given, or written by the sums pass */
     const A *ga = gr.a, *gb = gr.b, *go = gr.out;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < b.C; c++) {
         double is = 1.0 / sqrt((double)st.v[c] + eps), s[2] = {0, 0};
-        float m = st.m[c];
-        if (gr.out && (batch || sums || gr.gm)) FN(chan_gsums)(b, c, gr, xs, m, s);
+        float m = st.m[c], fsc = 0, fsh = 0; /* the forward's, for the mask from x */
+        if (gr.xm.on) FN(apply_coef)(st, c, gr.xm.w, gr.xm.bias, gr.xm.eps, &fsc, &fsh);
+        if (masked && (batch || sums || gr.gm)) FN(chan_gsums)(b, c, gr, xs, m, fsc, fsh, s);
         else if (batch || sums) FN(chan_sums)(b, c, g, xs, 0, m, s); /* s[1] = sum(g (x - m)) */
         if (sums) {
             sums[c] = (float)(s[1] * is);
@@ -121,10 +134,10 @@ static void FN(bn_bwd)(bn_geom b, bn_stats st, int batch, bn_grad gr, const A *x
             const A *gp = g ? g + o : NULL, *xp = xs + o;
             A *dp = dx + o;
             if (!gp) { /* the gradient recomputed, as chan_gsums */
-                const A *ap = ga + o, *bp = gb ? gb + o : NULL, *op = go + o;
+                const A *ap = ga + o, *bp = gb ? gb + o : NULL, *op = go ? go + o : NULL;
                 OMP_SIMD for (int64_t i = 0; i < b.inner; i++) {
                     float gv = bp ? LD(ST(LD(ap[i]) + LD(bp[i]))) : LD(ap[i]);
-                    gv = LD(op[i]) <= 0 ? 0.0f : gv;
+                    gv = (op ? LD(op[i]) : LD(ST((LD(xp[i]) - m) * fsc + fsh))) <= 0 ? 0.0f : gv;
                     dp[i] = ST(batch ? k * (gv - mg - (LD(xp[i]) - m) * cx) : k * gv);
                 }
             } else if (batch)

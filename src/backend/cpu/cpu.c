@@ -339,15 +339,21 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         const gnode *p = &g->nodes[kn->write[1]];
         resolve_scalars(y, scalars, sc);
         resolve_scalars(p, scalars, scp);
-        bn_grad gr = {rp[0], NULL, NULL, NULL};
-        if (kn->nread > y->nin) /* the ReLU prologue (fuse.c): read[0] is out, then a [, b] */
+        bn_grad gr = {.a = rp[0]};
+        if (kn->xmask) { /* the ReLU prologue, its mask from x (fuse.c): read[0] is x, then a [, the bias] */
+            const gnode *f = &g->nodes[kn->xmask - 1]; /* BN_APPLY (x, stats, [w], [bias]) */
+            double scf[IR_MAX_SCALARS];
+            resolve_scalars(f, scalars, scf);
+            gr = (bn_grad){.a = rp[y->nin], .gm = kn->nwrite > 2 ? wp[2] : NULL,
+                           .xm = {1, f->ia[1] ? rp[3] : NULL, f->ia[2] ? rp[y->nin + 1] : NULL, scf[0]}};
+        } else if (kn->nread > y->nin) /* the ReLU prologue (fuse.c): read[0] is out, then a [, b] */
             gr = (bn_grad){rp[y->nin], kn->nread > y->nin + 1 ? rp[y->nin + 1] : NULL, rp[0],
-                           kn->nwrite > 2 ? wp[2] : NULL};
+                           kn->nwrite > 2 ? wp[2] : NULL, {0}};
         if (sc[0] == scp[0]) {
             cpu_bn_bwd_pair(g, y, rp, gr, sc[0], wp[0], wp[1], kn->blocked);
         } else {
             cpu_bn_bwd_pair(g, y, rp, gr, sc[0], wp[0], NULL, kn->blocked);
-            if (gr.gm) gr = (bn_grad){gr.gm, NULL, NULL, NULL}; /* written by the first */
+            if (gr.gm) gr = (bn_grad){.a = gr.gm}; /* written by the first */
             cpu_bn_bwd_pair(g, p, rp, gr, scp[0], NULL, wp[1], kn->blocked);
         }
         break;

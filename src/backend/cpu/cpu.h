@@ -90,6 +90,7 @@ typedef struct kernel {
     int32_t *write; /* values written (K_FUSED: the stores, in order) */
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
+    int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -215,10 +216,20 @@ void cpu_bn_act(const exec_graph *g, const gnode *y, void *const *in, double eps
  * computed where it is read, as ReLU's backward (PyTorch's
  * threshold_backward: exactly 0 where out <= 0, even for an inf or NaN a)
  * after the gradient add (rounded to the activation type); gm, if not
- * NULL, receives g (the statistics pass writes it, the dx pass reads it). */
+ * NULL, receives g (the statistics pass writes it, the dx pass reads it).
+ * xm.on (out and b NULL): out is relu(x normalized) of this batch norm's
+ * forward (its statistics, xm.w, xm.bias and xm.eps), recomputed from x,
+ * which the backward reads anyway, by the forward's own float operations
+ * (the same bits, so the same mask) instead of read from memory. */
+typedef struct bn_xmask {
+    int on;
+    const float *w, *bias; /* either may be NULL */
+    double eps;
+} bn_xmask;
 typedef struct bn_grad {
     const void *a, *b, *out;
     void *gm;
+    bn_xmask xm;
 } bn_grad;
 /* K_BN_BWD: y the BN_BWD_INPUT node (in[0], its g, unread: gr has it);
  * dx and the (2, C) sums. */

@@ -494,6 +494,22 @@ static int relu_grad_group(const exec_graph *g, const kernel *kn, int dt, int32_
     return v[0] >= 0 && v[1] >= 0;
 }
 
+/* Can the K_BN_BWD kb (BN_BWD_INPUT (g, x, stats, [w]) with batch
+ * statistics) recompute the ReLU mask of out from x instead of reading out?
+ * Yes if out is made by a K_BN_ACT without a residual (relu(bn) alone) of
+ * the same x, statistics and weight: the forward's node, else -1. (With
+ * a residual the mask needs it too: reading out is cheaper.) */
+static int32_t mask_source(const exec_graph *g, const kernel *ks, const int32_t *made_by, const kernel *kb,
+                           int32_t out) {
+    int32_t f = made_by[out];
+    if (f < 0 || ks[f].kind != K_BN_ACT) return -1;
+    const gnode *a = &g->nodes[ks[f].node], *y = &g->nodes[kb->node];
+    if (ks[f].nread != a->nin || a->op != LT_OP_BN_APPLY || !a->ia[0] || !y->ia[0]) return -1;
+    if (a->in[0] != y->in[1] || a->in[1] != y->in[2] || a->ia[1] != y->ia[1]) return -1;
+    if (a->ia[1] && a->in[2] != y->in[3]) return -1;
+    return ks[f].node;
+}
+
 /* Batch norm's backward prologue: a K_BN_BWD whose g is made by a group
  * that is exactly ReLU's backward (+ the gradient add before it:
  * relu_grad_group) computes g itself where it reads it, in its statistics
@@ -514,7 +530,9 @@ static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
         int alone = readers[gv] == 1 && !is_root[gv], ready = 1;
         for (int i = 1; i < kb->nread; i++) ready &= made_by[kb->read[i]] < f;
         if (!ready && !alone) continue; /* g's other readers may run before the batch norm */
-        int nr = kb->nread + 1 + (v[2] >= 0), nw = 2 + !alone;
+        int32_t src = v[2] < 0 && g_config.bn_fuse >= 2 ? mask_source(g, ks, made_by, kb, v[0]) : -1, bias = -1;
+        if (src >= 0 && g->nodes[src].ia[2]) bias = g->nodes[src].in[2 + g->nodes[src].ia[1]];
+        int nr = kb->nread + 1 + (v[2] >= 0) + (bias >= 0), nw = 2 + !alone;
         int32_t *reads = core_malloc((size_t)nr * 4), *writes = core_malloc((size_t)nw * 4);
         uint8_t *inplace = core_calloc((size_t)nr, 1); /* g's sums pass writes gm while a, b, x are read again later */
         if (!reads || !writes || !inplace) {
@@ -523,9 +541,10 @@ static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
             break;
         }
         memcpy(reads, kb->read, (size_t)kb->nread * 4);
-        reads[0] = v[0];
+        reads[0] = src >= 0 ? kb->read[1] : v[0]; /* out, or x (the mask from x: out is not read) */
         reads[kb->nread] = v[1];
         if (v[2] >= 0) reads[kb->nread + 1] = v[2];
+        if (bias >= 0) reads[kb->nread + 1] = bias;
         memcpy(writes, kb->write, 2 * 4);
         if (!alone) writes[2] = gv;
         int32_t node = kb->node;
@@ -534,7 +553,7 @@ static int fuse_bn_relu_bwd(const exec_graph *g, kernel *ks, int *nk) {
         kernel_clear(kb);
         ks[ready ? q : f].node = -1; /* a hole, squeezed out below */
         ks[at] = (kernel){.kind = K_BN_BWD, .node = node, .nread = nr, .read = reads, .nwrite = nw, .write = writes,
-                          .inplace_ok = inplace};
+                          .inplace_ok = inplace, .xmask = src + 1};
     }
     squeeze_holes(ks, nk);
     core_free(made_by), core_free(readers), core_free(is_root);

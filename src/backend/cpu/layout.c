@@ -102,8 +102,10 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk) {
             int32_t first = -1;
             for (int i = 0; i < kn->nread; i++) {
                 int32_t v = kn->read[i];
+                /* past the node's operands: K_BN_ACT's residual, K_BN_BWD's a
+                 * and b (and the bias of its mask from x, 1-D) */
                 int big = bn     ? i < (y->op == LT_OP_BN_STATS || y->op == LT_OP_BN_APPLY ? 1 : 2) ||
-                                   i >= y->nin /* K_BN_ACT's residual */
+                                   (i >= y->nin && g->nodes[v].ndim == 4)
                           : pool ? 1
                                  : g->nodes[v].numel > 1;
                 if (!big) {

@@ -284,8 +284,8 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
         return 0;
     case LT_OP_BN_STATS: bn_stats_run(a0, in[0], out, blocked); return 0;
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], NULL, 0, out, blocked); return 0;
-    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){in[0], NULL, NULL, NULL}, sc[0], out, NULL, blocked); return 0;
-    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){in[0], NULL, NULL, NULL}, sc[0], NULL, out, blocked); return 0;
+    case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], out, NULL, blocked); return 0;
+    case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], NULL, out, blocked); return 0;
     case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
     case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
         return cpu_transformer_run(g, y, in, sc, out);
