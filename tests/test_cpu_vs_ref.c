@@ -3,12 +3,15 @@
  * dims, non-contiguous views) and every dtype the op accepts, then random
  * whole programs, fused, with in-place ops through views. The cpu backend
  * runs with guard bytes after every buffer it allocates. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "harness.h"
 
 #include "api/nn.h"
 #include "backend/cpu/cpu.h"
 #include "core/isa.h"
 #include "exec/exec.h"
+
+#include <unistd.h>
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) {
@@ -776,6 +779,68 @@ static void linear_case(int trial) {
     nn_free(&c);
 }
 
+/* A bfloat16 weight gradient whose operands come channel-blocked from
+ * other convs, as in a network: where the cpu backend runs more than one
+ * thread, it splits these over the batch (dnnl.c, wsplit), odd batches
+ * and more threads than images included. The values are small integers,
+ * so that every sum, in any order, is exact in float32 and both backends
+ * round the same numbers: the results must agree bit for bit. */
+typedef struct wsctx {
+    lt_tensor *x0, *w1, *g0, *w2;
+    int64_t ws[4], st[2], pad[2];
+} wsctx;
+
+static lt_tensor *make_wsplit(void *p) {
+    wsctx *c = p;
+    int64_t one[2] = {1, 1};
+    lt_tensor *x = lt_conv2d(c->x0, c->w1, NULL, one, one, one, 1), *g = lt_conv2d(c->g0, c->w2, NULL, one, one, one, 1);
+    lt_tensor *dw = nn_conv2d_backward_weight(g, x, c->ws, c->st, c->pad, one, 1);
+    lt_free(x), lt_free(g);
+    return dw;
+}
+
+/* bfloat16 values in {-1, 0, 1}. */
+static lt_tensor *unit_ints(const int64_t *shape) {
+    int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+    uint16_t *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = bf16_from_f32((float)(rint_(3) - 1));
+    lt_tensor *t = lt_from_data(h, LT_BF16, 4, shape);
+    free(h);
+    return t;
+}
+
+TEST(bf16_weight_grad_split) {
+    double s0 = lt_metric("SplitWeightGrads");
+    for (int t = 0; t < 8; t++) {
+        wsctx c = {0};
+        int64_t N = t < 2 ? 1 + 2 * t : 2 + rint_(5), C = 16 << rint_(2), O = 16 * (1 + rint_(3)), H = 5 + rint_(6);
+        int64_t k = t % 2 ? 3 : 1, s = 1 + rint_(2), p = k / 2, oH = conv_out(H, k, s, p, 1);
+        c.st[0] = c.st[1] = s, c.pad[0] = c.pad[1] = p;
+        int64_t xs[4] = {N, 8, H, H}, w1s[4] = {C, 8, 3, 3}, gs[4] = {N, 8, oH, oH}, w2s[4] = {O, 8, 3, 3};
+        int64_t ws[4] = {O, C, k, k};
+        memcpy(c.ws, ws, sizeof ws);
+        c.x0 = unit_ints(xs), c.w1 = unit_ints(w1s), c.g0 = unit_ints(gs), c.w2 = unit_ints(w2s);
+        char what[128];
+        snprintf(what, sizeof what, "bf16 weight gradient N %lld C %lld O %lld %lldx%lld k%lld s%lld", (long long)N,
+                 (long long)C, (long long)O, (long long)H, (long long)H, (long long)k, (long long)s);
+        int64_t nr = 0, nc = 0;
+        lt_dtype dr, dc;
+        double *r = run_on(1, make_wsplit, &c, &nr, &dr), *v = run_on(0, make_wsplit, &c, &nc, &dc);
+        CHECK_MSG(r && v && nr == nc && dr == LT_BF16 && dc == LT_BF16, "%s: %s", what, lt_error_message());
+        if (r && v && nr == nc) compare(what, r, v, nr, 0);
+        free(r), free(v);
+        lt_free(c.x0), lt_free(c.w1), lt_free(c.g0), lt_free(c.w2);
+    }
+    double runs = lt_metric("SplitWeightGrads") - s0;
+#ifdef LT_HAVE_DNNL
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && !getenv("LT_NUM_THREADS") && !getenv("OMP_NUM_THREADS"))
+        CHECK_MSG(runs > 0, "no bfloat16 weight gradient was split over the batch");
+    else
+        printf("  (one thread: the split was not made)\n");
+#endif
+    printf("  %.0f bfloat16 weight gradients ran split over the batch\n", runs);
+}
+
 TEST(nn_ops) {
     for (int t = 0; t < 40; t++) conv_case(t, t % 4 == 3);
     for (int t = 0; t < 30; t++) pool_case(t);
@@ -1496,6 +1561,7 @@ int main(void) {
     RUN(random_programs);
     RUN(donation_in_place_update);
     RUN(every_op_bf16);
+    RUN(bf16_weight_grad_split);
     RUN(coverage);
     return h_report();
 }

@@ -30,6 +30,7 @@ void core_init_slow(void) {
     g_config.dist_bucket_bytes = mb > 0 && mb < 1 << 20 ? (size_t)mb << 20 : 0;
     g_config.trace_kernels = (int)env_int("LT_TRACE_KERNELS", 0);
     g_config.bn_fuse = (int)env_int("LT_BN_FUSE", 2);
+    g_config.wgrad_split = (int)env_int("LT_WGRAD_SPLIT", 1);
     g_config.adapt_threads = (int)env_int("LT_ADAPT_THREADS", 1);
     const char *b = getenv("LT_BACKEND");
     g_config.backend = 0;

@@ -30,6 +30,7 @@
     X(FusedKernels, COUNTER)            \
     X(FallbackOps, COUNTER)             \
     X(FewerThreadRuns, COUNTER)         \
+    X(SplitWeightGrads, COUNTER)        \
     X(AutoSync, COUNTER)                \
     X(PeakBytes, GAUGE)                 \
     X(ArenaBytes, GAUGE)                \

@@ -11,6 +11,8 @@
  * executable's scratch. A run only sets data handles and executes. */
 #include "cpu.h"
 
+#include "../../prof/prof.h"
+
 #ifdef LT_HAVE_DNNL
 #include <dnnl.h>
 #include <math.h>
@@ -72,8 +74,11 @@ typedef struct wpad {
     int64_t N, O, oH, oW, Cg, kH, kW, H, W, ia[6]; /* ia: sH, sW, pH, pW, dH, dW */
 } wpad;
 
+typedef struct wsplit wsplit;
+
 struct cpu_dnnl {
     int kind;
+    wsplit *ws; /* a bfloat16 weight gradient split over the batch (wsplit_new), instead of prim */
     dnnl_primitive_t prim;
     int nargs;
     darg a[MAXARGS];
@@ -83,8 +88,11 @@ struct cpu_dnnl {
     wpad wp;
 };
 
+static void wsplit_free(wsplit *w);
+
 void cpu_dnnl_free(cpu_dnnl *d) {
     if (!d) return;
+    wsplit_free(d->ws);
     for (int i = 0; i < d->nargs; i++) {
         darg *a = &d->a[i];
         if (a->reorder) dnnl_primitive_destroy(a->reorder);
@@ -96,6 +104,13 @@ void cpu_dnnl_free(cpu_dnnl *d) {
 }
 
 size_t cpu_dnnl_scratch(const cpu_dnnl *d) { return d ? d->scratch : 0; }
+
+/* A block of `bytes` in the executable's scratch, 64-byte aligned: its offset. */
+static size_t scratch_block(cpu_dnnl *d, size_t bytes) {
+    size_t off = d->scratch;
+    d->scratch += (bytes + 63) & ~(size_t)63;
+    return off;
+}
 
 /* Binds primitive argument `arg` to operand io (-1: the output) in layout
  * `user`, adding a reorder when the primitive expects another layout. */
@@ -111,8 +126,7 @@ static int add_arg(cpu_dnnl *d, const_dnnl_primitive_desc_t pd, int arg, int io,
         return 0;
     }
     if (dnnl_memory_create(&a->mem, want, eng, DNNL_MEMORY_NONE) != dnnl_success) return -1;
-    a->off = d->scratch;
-    d->scratch += (dnnl_memory_desc_get_size(want) + 63) & ~(size_t)63;
+    a->off = scratch_block(d, dnnl_memory_desc_get_size(want));
     dnnl_primitive_desc_t rpd;
     const dnnl_memory_desc_t *from = io >= 0 ? user : want, *to = io >= 0 ? want : user;
     if (dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, NULL) != dnnl_success) return -1;
@@ -171,6 +185,189 @@ static int serial_wgrad(const gnode *y, dnnl_data_type_t wt, const int64_t *ws, 
     return y->ia[0] > 1 || y->ia[1] > 1 || os[2] * os[3] <= 7 * 7;
 }
 
+/* ---- a bfloat16 weight gradient split over the batch ----
+ * oneDNN 2.6's two-thread bfloat16 weight-gradient kernels (jit_bf16,
+ * jit_bf16_1x1) wait for each other so often that, in ResNet-50's step,
+ * they were only 1.46x faster than float32 where the forward and data
+ * gradient ran 2.5x (the shared machine, LT_TRACE_KERNELS=1). Instead, P
+ * threads each run a primitive made for one thread on their share of the
+ * images, [N p / P, N (p + 1) / P), into a float32 partial gradient in the
+ * primitive's layout; the partials are summed and reordered, rounding once,
+ * into the output. No thread waits for another before the sum, which reads
+ * P weight-sized arrays (the convolution reads images). The images' shares
+ * are slices of the operands as they are (the batch is the outermost dim of
+ * NCHW and nChw16c): made only where the primitives take our layouts. */
+#define MAXPARTS 8
+
+struct wsplit {
+    int parts;
+    size_t nw; /* floats of one partial (the primitive's layout, padding included) */
+    dnnl_primitive_t prim[MAXPARTS];
+    dnnl_memory_t x[MAXPARTS], g[MAXPARTS], dw[MAXPARTS], sp[MAXPARTS]; /* sp NULL: needs no scratchpad */
+    size_t xoff[MAXPARTS], goff[MAXPARTS];   /* bytes into the operands x and g */
+    size_t dwoff[MAXPARTS], spoff[MAXPARTS]; /* into the executable's scratch */
+    dnnl_memory_t sum, out;                  /* partial 0, and our output */
+    dnnl_primitive_t red;                    /* sum -> out */
+};
+
+static dnnl_stream_t pstrm[MAXPARTS]; /* one per part: parts run at once */
+
+static void wsplit_free(wsplit *w) {
+    if (!w) return;
+    for (int p = 0; p < w->parts; p++) {
+        if (w->prim[p]) dnnl_primitive_destroy(w->prim[p]);
+        dnnl_memory_t m[4] = {w->x[p], w->g[p], w->dw[p], w->sp[p]};
+        for (int i = 0; i < 4; i++)
+            if (m[i]) dnnl_memory_destroy(m[i]);
+    }
+    if (w->red) dnnl_primitive_destroy(w->red);
+    if (w->sum) dnnl_memory_destroy(w->sum);
+    if (w->out) dnnl_memory_destroy(w->out);
+    core_free(w);
+}
+
+/* Part p's primitive for the images [n0, n1): 0 if made and it reads our
+ * layouts (xtag, otag) and writes dw0's layout (or sets *dw0, part 0). */
+static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, const int64_t *xs, const int64_t *os,
+                       dnnl_format_tag_t xtag, dnnl_format_tag_t otag, const dnnl_memory_desc_t *wa,
+                       const int64_t *str, const int64_t *dil, const int64_t *pl, const int64_t *pr,
+                       dnnl_memory_desc_t *dw0) {
+    int64_t xp[4] = {n1 - n0, xs[1], xs[2], xs[3]}, op[4] = {n1 - n0, os[1], os[2], os[3]};
+    int64_t x1[4] = {1, xs[1], xs[2], xs[3]}, o1[4] = {1, os[1], os[2], os[3]};
+    dnnl_memory_desc_t xu, ou, xa, oa, xi, oi, w32 = *wa;
+    w32.data_type = dnnl_f32;
+    md4(&xu, xp, dnnl_bf16, xtag);
+    md4(&ou, op, dnnl_bf16, otag);
+    md4(&xa, xp, dnnl_bf16, dnnl_format_tag_any);
+    md4(&oa, op, dnnl_bf16, dnnl_format_tag_any);
+    md4(&xi, x1, dnnl_bf16, xtag); /* one image: the stride between shares */
+    md4(&oi, o1, dnnl_bf16, otag);
+    dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    dnnl_primitive_attr_t at = NULL;
+    int ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, wa,
+                                                        NULL, &oa, str, dil, pl, pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL) == dnnl_success &&
+             dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xa, &w32, NULL, &oa,
+                                                                 str, dil, pl, pr) == dnnl_success &&
+             dnnl_primitive_attr_create(&at) == dnnl_success &&
+             dnnl_primitive_attr_set_scratchpad_mode(at, dnnl_scratchpad_mode_user) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &bd, at, eng, fpd) == dnnl_success;
+    if (ok) {
+        const dnnl_memory_desc_t *mx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                                 *mg = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0),
+                                 *mw = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0),
+                                 *ms = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        if (p == 0) *dw0 = *mw;
+        size_t sps = ms ? dnnl_memory_desc_get_size(ms) : 0;
+        ok = dnnl_memory_desc_equal(mx, &xu) && dnnl_memory_desc_equal(mg, &ou) && dnnl_memory_desc_equal(mw, dw0) &&
+             dnnl_primitive_create(&w->prim[p], pd) == dnnl_success &&
+             dnnl_memory_create(&w->x[p], &xu, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+             dnnl_memory_create(&w->g[p], &ou, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+             dnnl_memory_create(&w->dw[p], mw, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+             (!sps || dnnl_memory_create(&w->sp[p], ms, eng, DNNL_MEMORY_NONE) == dnnl_success) &&
+             (pstrm[p] || dnnl_stream_create(&pstrm[p], eng, dnnl_stream_default_flags) == dnnl_success);
+        if (ok) {
+            w->xoff[p] = (size_t)n0 * dnnl_memory_desc_get_size(&xi);
+            w->goff[p] = (size_t)n0 * dnnl_memory_desc_get_size(&oi);
+            w->dwoff[p] = scratch_block(d, dnnl_memory_desc_get_size(mw));
+            if (sps) w->spoff[p] = scratch_block(d, sps);
+            if (p == 0) w->nw = dnnl_memory_desc_get_size(mw) / sizeof(float);
+        }
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    if (at) dnnl_primitive_attr_destroy(at);
+    return ok ? 0 : -1;
+}
+
+/* Sets d->ws where the split can be made (more than one thread and image,
+ * our layouts taken); otherwise leaves d as it was. wa: the weights as the
+ * forward takes them (bfloat16, format any), wu: our output. */
+static void wsplit_new(cpu_dnnl *d, const int64_t *xs, const int64_t *os, dnnl_format_tag_t xtag,
+                       dnnl_format_tag_t otag, const dnnl_memory_desc_t *wa, const dnnl_memory_desc_t *wu,
+                       const int64_t *str, const int64_t *dil, const int64_t *pl, const int64_t *pr) {
+#ifdef _OPENMP
+    int nth = omp_get_max_threads();
+#else
+    int nth = 1;
+#endif
+    int P = nth < MAXPARTS ? nth : MAXPARTS;
+    if (P > xs[0]) P = (int)xs[0];
+    if (P < 2 || !g_config.wgrad_split) return;
+    wsplit *w = core_calloc(1, sizeof *w);
+    if (!w) {
+        lt_clear_error(); /* the unsplit primitive serves */
+        return;
+    }
+    w->parts = P;
+    size_t scratch0 = d->scratch;
+    dnnl_memory_desc_t dw0;
+    int rc = 0;
+#ifdef _OPENMP
+    /* The primitives too, not only their descriptors, are made on one
+     * thread: oneDNN's primitive cache keys on the thread count, and would
+     * hand back a two-thread primitive for the same descriptor. */
+    omp_set_num_threads(1);
+#endif
+    for (int p = 0; p < P && rc == 0; p++)
+        rc = wsplit_part(d, w, p, xs[0] * p / P, xs[0] * (p + 1) / P, xs, os, xtag, otag, wa, str, dil, pl, pr, &dw0);
+#ifdef _OPENMP
+    omp_set_num_threads(nth);
+#endif
+    dnnl_primitive_desc_t rpd = NULL;
+    if (rc == 0)
+        rc = dnnl_memory_create(&w->sum, &dw0, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+                     dnnl_memory_create(&w->out, wu, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+                     dnnl_reorder_primitive_desc_create(&rpd, &dw0, eng, wu, eng, NULL) == dnnl_success &&
+                     dnnl_primitive_create(&w->red, rpd) == dnnl_success
+                 ? 0
+                 : -1;
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (rc) {
+        wsplit_free(w);
+        d->scratch = scratch0;
+        return;
+    }
+    d->ws = w;
+}
+
+static int wsplit_run(const wsplit *w, void *const *in, void *out, char *scratch) {
+    for (int p = 0; p < w->parts; p++)
+        if (dnnl_memory_set_data_handle(w->g[p], (char *)in[0] + w->goff[p]) != dnnl_success ||
+            dnnl_memory_set_data_handle(w->x[p], (char *)in[1] + w->xoff[p]) != dnnl_success ||
+            dnnl_memory_set_data_handle(w->dw[p], scratch + w->dwoff[p]) != dnnl_success ||
+            (w->sp[p] && dnnl_memory_set_data_handle(w->sp[p], scratch + w->spoff[p]) != dnnl_success))
+            return -1;
+    int bad = 0;
+    /* Inside this region oneDNN runs each primitive on the calling thread
+     * (it opens no nested parallel region). */
+#pragma omp parallel for num_threads(w->parts) schedule(static, 1) reduction(| : bad)
+    for (int p = 0; p < w->parts; p++) {
+        dnnl_exec_arg_t a[4] = {{DNNL_ARG_DIFF_DST, w->g[p]},
+                                {DNNL_ARG_SRC, w->x[p]},
+                                {DNNL_ARG_DIFF_WEIGHTS, w->dw[p]},
+                                {DNNL_ARG_SCRATCHPAD, w->sp[p]}};
+        bad |= dnnl_primitive_execute(w->prim[p], pstrm[p], w->sp[p] ? 4 : 3, a) != dnnl_success ||
+               dnnl_stream_wait(pstrm[p]) != dnnl_success;
+    }
+    if (bad) return -1;
+    float *s0 = (float *)(scratch + w->dwoff[0]);
+    for (int p = 1; p < w->parts; p++) {
+        const float *sp = (const float *)(scratch + w->dwoff[p]);
+        int64_t n = (int64_t)w->nw;
+#pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < n; i++) s0[i] += sp[i];
+    }
+    dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, w->sum}, {DNNL_ARG_TO, w->out}};
+    prof_add(M_SplitWeightGrads, 1);
+    return dnnl_memory_set_data_handle(w->sum, s0) == dnnl_success &&
+                   dnnl_memory_set_data_handle(w->out, out) == dnnl_success &&
+                   dnnl_primitive_execute(w->red, strm, 2, r) == dnnl_success && dnnl_stream_wait(strm) == dnnl_success
+               ? 0
+               : -1;
+}
+
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
  * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
@@ -209,6 +406,11 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     dnnl_dims_t str = {ia[0], ia[1]}, dil = {ia[4] - 1, ia[5] - 1}, pl = {ia[2], ia[3]};
     dnnl_dims_t pr = {(os[2] - 1) * ia[0] + (ws[2] - 1) * ia[4] + 1 - xs[2] - ia[2],
                       (os[3] - 1) * ia[1] + (ws[3] - 1) * ia[5] + 1 - xs[3] - ia[3]};
+    if (y->op == LT_OP_CONV2D_BWD_WEIGHT && xt == dnnl_bf16 && ot == dnnl_bf16) {
+        wsplit_new(d, xs, os, blk[xv] ? dnnl_aBcd16b : dnnl_nchw, blk[ov] ? dnnl_aBcd16b : dnnl_nchw, &wa, &wu, str, dil,
+                   pl, pr);
+        if (d->ws) return 0;
+    }
     dnnl_convolution_desc_t fd, bdsc;
     if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
                                                    bias ? &bu : NULL, &oa, str, dil, pl, pr) != dnnl_success)
@@ -427,6 +629,7 @@ static void fwd_pad_nan(const wpad *w, const float *wt, float *y) {
 }
 
 int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
+    if (d->ws) return wsplit_run(d->ws, in, out, scratch);
     if (d->kind == D_LINEAR) return linear_run(d, in, out);
     dnnl_exec_arg_t args[MAXARGS];
     for (int i = 0; i < d->nargs; i++) {
