@@ -869,6 +869,16 @@ def directed():
     for d in FLOATS:
         c.append(("conv2d", [RG(torch.ones(1, 1, 2, 2, dtype=d)), RG(torch.ones(1, 1, 1, 1, dtype=d)), None, [1, 1],
                              [1, 1], [1, 1], 1], T([nan] + [1.0] * 15, d)))
+    # seeds 13-30: an elementwise op casts every operand to the compute dtype
+    # first (addcdiv's gradient (v t1) / (t2 t2), bool t1, float64 0-d t2,
+    # divides in float32); cross_entropy's gradient in PyTorch's order (an
+    # inf g: inf - inf = NaN at the target; a NaN logit in an ignored row)
+    c.append(("addcdiv_", [RG(T([2.3152849554], f64)), T([True], b), RG(T(2.9834104538, f64)), 0.5], None))
+    c.append(("div", [RG(T([0.5, 3.0], f32)), RG(T(8.900737, f64))], None))
+    for ls in [0.0, 0.1]:
+        x = T([[-3.96, -1.19, -1.37], [0.03, 0.14, -1.21], [nan, 1.0, 2.0]], f64)
+        c.append(("cross_entropy", [RG(x), T([2, 1, -100], i64), ls], T(-inf, f64)))
+        c.append(("cross_entropy", [RG(x.to(f32)), T([0, -100, -100], i64), ls], T(1.5, f32)))
     # clamp's gradient passes where lo <= a <= hi (none when lo > hi)
     c.append(("clamp", [RG(T([0.0, 0.7, 0.2, nan, -1.0], f64)), 0.5, 0.0], None))
     # addcdiv's gradients in PyTorch's order (value times an integer t1 rounds to float32)

@@ -95,6 +95,15 @@ static int64_t i_apply(int op, const int64_t *x, const double *s) {
     return 0;
 }
 
+/* An operand in the compute dtype: PyTorch casts every operand to it before
+ * the math, so a float64 0-d operand of a float32 op (or an int32 beyond
+ * 2^24) is rounded first (addcdiv's gradient (v t1) / (t2 t2) with a bool
+ * t1 and a float64 0-d t2 divides in float32). */
+static double in_compute(double v, lt_dtype from, lt_dtype cd) {
+    if (from == cd || (cd != LT_F32 && cd != LT_BF16)) return v;
+    return cd == LT_F32 ? (double)(float)v : (double)bf16_to_f32(bf16_from_f32((float)v));
+}
+
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     int nd = y->ndim, nin = y->nin;
     lt_dtype dts[3];
@@ -121,7 +130,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
     for (int64_t i = 0; i < y->numel; i++) {
         if (fl) {
             double x[3] = {0, 0, 0};
-            for (int j = 0; j < nin; j++) x[j] = ld_f(in[j].data, in[j].dtype, off[j]);
+            for (int j = 0; j < nin; j++) x[j] = in_compute(ld_f(in[j].data, in[j].dtype, off[j]), in[j].dtype, cd);
             st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc, cd == LT_F32 || cd == LT_BF16));
         } else {
             int64_t x[3] = {0, 0, 0};

@@ -65,17 +65,25 @@ void ref_cross_entropy(const gnode *y, const ref_arg *in, const double *sc, void
 }
 
 /* in: grad (), logits (N, C), target (N) -> grad_logits (N, C); sc: [ls].
- * Valid rows: g / count * (softmax - (1 - ls) * onehot(t) - ls / C); others 0. */
+ * In PyTorch's order, so inf and NaN fall where its do: the gradient of the
+ * log-probabilities, gy = -(g (1 - ls)) / count at the target plus
+ * -(g (ls / C)) / count everywhere when ls != 0 (0 elsewhere, and in
+ * ignored rows), then log_softmax's backward gy - exp(lp) sum(gy) (an inf
+ * g gives inf - inf = NaN at the target; a NaN logit in an ignored row
+ * gives NaN). */
 void ref_cross_entropy_bwd(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     int64_t N = y->shape[0], C = y->shape[1], cls;
-    double ls = sc[0], g = ld_f(in[0].data, in[0].dtype, 0) / (double)count_valid(y->op, &in[2], N, C);
+    double ls = sc[0], g = ld_f(in[0].data, in[0].dtype, 0), cnt = (double)count_valid(y->op, &in[2], N, C);
+    double gt = -(g * (1 - ls) / cnt), gs = ls != 0 ? -(g * (ls / (double)C) / cnt) : 0.0;
     double *lp = ref_scratch(C);
     for (int64_t n = 0; n < N; n++) {
         int ok = valid(y->op, &in[2], n, C, &cls);
-        if (ok) log_softmax_row(&in[1], n, C, lp);
+        log_softmax_row(&in[1], n, C, lp);
+        double sum = 0;
+        for (int64_t c = 0; c < C && ok; c++) sum += (c == cls ? gt : 0.0) + gs;
         for (int64_t c = 0; c < C; c++) {
-            double d = ok ? g * (exp(lp[c]) - (c == cls ? 1 - ls : 0.0) - ls / (double)C) : 0.0;
-            st_f(out, (lt_dtype)y->dtype, n * C + c, d);
+            double gy = ok ? (c == cls ? gt : 0.0) + gs : 0.0;
+            st_f(out, (lt_dtype)y->dtype, n * C + c, gy - exp(lp[c]) * sum);
         }
     }
 }
