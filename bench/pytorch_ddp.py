@@ -7,30 +7,8 @@
 import gzip, os, sys, time
 import numpy as np, torch, torch.distributed as dist, torch.multiprocessing as mp
 import torch.nn as nn, torch.nn.functional as F
-
-class Block(nn.Module):
-    def __init__(s, cin, cout, stride):
-        super().__init__()
-        s.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False); s.b1 = nn.BatchNorm2d(cout)
-        s.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False); s.b2 = nn.BatchNorm2d(cout)
-        s.sc = None
-        if stride != 1 or cin != cout:
-            s.sc = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-    def forward(s, x):
-        o = s.b2(s.c2(F.relu(s.b1(s.c1(x)))))
-        return F.relu(o + (x if s.sc is None else s.sc(x)))
-
-class ResNet20(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.stem = nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
-        blocks, c = [], 16
-        for cout, stride in ((16, 1), (32, 2), (64, 2)):
-            for i in range(3):
-                blocks.append(Block(c, cout, stride if i == 0 else 1)); c = cout
-        s.blocks = nn.Sequential(*blocks); s.fc = nn.Linear(64, 10)
-    def forward(s, x):
-        return s.fc(F.adaptive_avg_pool2d(s.blocks(s.stem(x)), 1).flatten(1))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch"))
+from resnet20 import ResNet20
 
 def images(kind):
     if kind == "fake":

@@ -18,4 +18,5 @@ if sched == "cosine":
                       "sch = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * (len(xtr) // bs))\n"
                       "for ep in range(epochs):")
 sys.argv = [sys.argv[0], "1"]
+sys.path.insert(0, pytorch_dir)  # its `from resnet20 import ResNet20`
 exec(compile(src, "fmnist_resnet20.py", "exec"), {"__name__": "__main__"})

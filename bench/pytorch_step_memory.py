@@ -5,14 +5,11 @@
 # process's peak RSS across the steps, from a point where the model and the
 # batch exist (the growth also holds the AdamW state and the gradients).
 #   NT=2 /usr/bin/python3 bench/pytorch_step_memory.py
-import os, resource, torch
-pytorch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch")
-src = open(os.path.join(pytorch_dir, "fmnist_resnet20.py")).read()
-head = src[src.index("class Block"):src.index("m = ResNet20()")]
-ns = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional}
-exec(head, ns)
+import os, resource, sys, torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch"))
+from resnet20 import ResNet20
 torch.manual_seed(0); torch.set_num_threads(int(os.environ.get("NT", "2")))
-m = ns["ResNet20"](); opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-4)
+m = ResNet20(); opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-4)
 x = torch.randn(128, 1, 28, 28); y = torch.randint(0, 10, (128,))
 def step():
     loss = torch.nn.functional.cross_entropy(m(x), y)
