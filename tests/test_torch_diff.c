@@ -263,6 +263,13 @@ static lt_tensor *alias_view(lt_tensor *base, const json *v) {
         for (int i = 0; i < l->n && i < LT_MAX_DIMS; i++) shape[i] = (int64_t)l->items[i].num;
         return lt_view(base, l->n, shape);
     }
+    if (!strcmp(k, "strided")) { /* [shape], [strides], offset */
+        const json *l = &v->items[1], *st = &v->items[2];
+        int64_t shape[LT_MAX_DIMS], strides[LT_MAX_DIMS];
+        for (int i = 0; i < l->n && i < LT_MAX_DIMS; i++)
+            shape[i] = (int64_t)l->items[i].num, strides[i] = (int64_t)st->items[i].num;
+        return lt_as_strided(base, l->n, shape, strides, (int64_t)v->items[3].num);
+    }
     return lt_slice(base, (int)v->items[1].num, (int64_t)v->items[2].num, (int64_t)v->items[3].num,
                     v->n > 4 ? (int64_t)v->items[4].num : 1);
 }

@@ -305,12 +305,29 @@ TEST(as_strided) {
     lt_fill_(il, -5); /* offsets 0 2 4 3 5 7 */
     CHECK_NO_ERR();
     EXPECT_VALUES(a, 0, -5, 101, -5, -5, -5, -5, 106, -5, 8, 9, 10, 11);
-    /* Strides that meet: fill_ writes one value there, as in PyTorch; any
-     * other write is refused (PyTorch runs it in its own iteration order). */
+    /* Strides that meet without a zero stride (PyTorch's TOO_HARD): written
+     * as PyTorch does, the inputs read first and the last write in row-major
+     * order winning where two elements meet (PyTorch's own values there
+     * follow its loop order); reading the window back reads those writes. */
     lt_tensor *ov = lt_as_strided(a, 2, (int64_t[2]){2, 3}, (int64_t[2]){2, 1}, 0);
     CHECK(lt_fill_(ov, 0) == ov); /* offsets 0 1 2 2 3 4 */
     EXPECT_VALUES(a, 0, 0, 0, 0, 0, 0, -5, 106, -5, 8, 9, 10, 11);
-    CHECK_ERR_MSG(lt_add_scalar_(ov, 1), LT_ERR_ARG, "lt_add_scalar_", "'a'");
+    lt_tensor *src = iota2(2, 3);
+    CHECK(lt_copy_(ov, src) == ov);
+    lt_tensor *sum = lt_sum(ov, 0, NULL, false); /* in the same graph as the write */
+    EXPECT_VALUES(sum, 0, 0 + 1 + 3 + 3 + 4 + 5);
+    lt_free(sum);
+    CHECK(lt_add_scalar_(ov, 10) == ov);
+    EXPECT_VALUES(ov, 0, 10, 11, 13, 13, 14, 15);
+    EXPECT_VALUES(a, 0, 10, 11, 13, 14, 15, -5, 106, -5, 8, 9, 10, 11);
+    /* A zero stride on a dim of size > 1 (PyTorch's YES): only fill_ / zero_ */
+    lt_tensor *z = lt_as_strided(a, 1, (int64_t[1]){3}, (int64_t[1]){0}, 5);
+    CHECK_ERR_MSG(lt_add_scalar_(z, 1), LT_ERR_ARG, "lt_add_scalar_", "'a'");
+    CHECK_ERR_MSG(lt_copy_(z, src), LT_ERR_ARG, "lt_copy_", "'dst'");
+    CHECK(lt_fill_(z, 7) == z);
+    EXPECT_VALUES(a, 0, 10, 11, 13, 14, 15, 7, 106, -5, 8, 9, 10, 11);
+    lt_free(z);
+    lt_free(src);
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){13}, (int64_t[1]){1}, 0), LT_ERR_ARG, "lt_as_strided", "size");
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){2}, (int64_t[1]){-1}, 2), LT_ERR_ARG, "lt_as_strided", "strides");
     CHECK_ERR_MSG(lt_as_strided(a, 1, (int64_t[1]){2}, (int64_t[1]){1}, -1), LT_ERR_ARG, "lt_as_strided", "storage_offset");

@@ -73,9 +73,13 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
                     (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
-    /* PyTorch checks memory overlap before shapes (TensorIterator's order). */
+    /* PyTorch checks memory overlap before shapes (TensorIterator's order).
+     * It refuses a written-to tensor with a zero stride (has_internal_overlap
+     * YES) and runs one whose elements meet otherwise (TOO_HARD, only
+     * lt_as_strided makes one): so do we, reading every input before the
+     * write (README: PyTorch's values there follow its loop order). */
     if (inplace) {
-        if (LT_UNLIKELY(inplace->overlaps))
+        if (LT_UNLIKELY(inplace->overlaps) && geom_zero_stride(inplace->ndim, inplace->shape, inplace->strides))
             return err_set(LT_ERR_ARG,
                            "%s: argument '%s' (the written-to tensor) is an expanded view: more than one of its "
                            "elements refers to a single memory location; clone it first",
@@ -234,7 +238,7 @@ lt_tensor *lt_copy_(lt_tensor *dst, lt_tensor *src) {
     if (api_check("lt_copy_", "dst", dst) || api_check("lt_copy_", "src", src)) return NULL;
     /* PyTorch's copy_ returns at once when src is dst, even an expanded one;
      * otherwise it checks memory overlap before shapes. */
-    if (dst->overlaps && src != dst)
+    if (dst->overlaps && src != dst && geom_zero_stride(dst->ndim, dst->shape, dst->strides))
         return err_set(LT_ERR_ARG, "lt_copy_: argument 'dst' is an expanded view: more than one element refers to a single memory location");
     if (func_partial_overlap(dst, src)) return partial_overlap("lt_copy_", "src", src, "dst", dst);
     int64_t shape[LT_MAX_DIMS];

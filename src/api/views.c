@@ -321,6 +321,6 @@ lt_tensor *lt_as_strided(lt_tensor *a, int ndim, const int64_t *shape, const int
                        SHAPE_STR(ndim, shape), SHAPE_STR(ndim, strides), (long long)storage_offset, (long long)last,
                        (long long)a->st->numel);
     lt_tensor *t = make_view("lt_as_strided", a, ndim, shape, strides, storage_offset);
-    if (t) t->overlaps = (uint8_t)geom_overlaps(ndim, shape, strides); /* strides chosen freely: decide exactly */
+    if (t) t->overlaps = (uint8_t)shape_overlaps(ndim, shape, strides); /* strides chosen freely: decide exactly */
     return t;
 }

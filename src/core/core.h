@@ -143,6 +143,11 @@ static inline int shape_eq(int na, const int64_t *a, int nb, const int64_t *b) {
 /* Broadcast two shapes; returns ndim of the result or -1 (no error set). */
 int shape_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out);
 void shape_contig_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* 0 only when no two elements of the strided view (shape, strides) share a
+ * location (exact; zero-size views never overlap). */
+int shape_overlaps(int ndim, const int64_t *shape, const int64_t *strides);
+/* The dims of size > 1, in increasing stride order (into idx); their count. */
+int shape_dims_by_stride(int ndim, const int64_t *shape, const int64_t *strides, int *idx);
 /* Wraps a possibly negative dim; -1 if out of range (no error set). */
 static inline int dim_wrap(int dim, int ndim) {
     int n = ndim > 0 ? ndim : 1;

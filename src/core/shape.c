@@ -56,3 +56,65 @@ void shape_contig_strides(int ndim, const int64_t *shape, int64_t *strides) {
         s *= shape[i] > 1 ? shape[i] : 1;
     }
 }
+
+/* ---- strided geometry: do two elements of a view share a location? ---- */
+
+/* Exact answer for the views the fast test cannot clear (interleaved
+ * strides, which only lt_as_strided makes): mark every element's offset in a
+ * bitmap over the view's span. A write through such a view is legal in
+ * PyTorch, so refusing it on a guess would be wrong. A span too large to
+ * mark stays "overlapping" (conservative: an error, never a wrong value). */
+static int overlaps_exact(int ndim, const int64_t *shape, const int64_t *strides) {
+    int64_t span = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] > 1 && strides[i] == 0) return 1;
+        span += (shape[i] - 1) * strides[i];
+    }
+    if (span < 0 || span >= ((int64_t)1 << 27)) return 1;
+    uint8_t *seen = core_calloc((size_t)(span / 8 + 1), 1);
+    if (!seen) return 1;
+    int64_t numel = shape_numel(ndim, shape), idx[LT_MAX_DIMS] = {0}, off = 0;
+    int dup = 0;
+    for (int64_t i = 0; i < numel && !dup; i++) {
+        dup = (seen[off >> 3] >> (off & 7)) & 1;
+        seen[off >> 3] |= (uint8_t)(1u << (off & 7));
+        for (int d = ndim - 1; d >= 0; d--) {
+            off += strides[d];
+            if (++idx[d] < shape[d]) break;
+            off -= strides[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    core_free(seen);
+    return dup;
+}
+
+int shape_dims_by_stride(int ndim, const int64_t *shape, const int64_t *strides, int *idx) {
+    int n = 0;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] > 1) idx[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by stride */
+        for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
+            int tmp = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = tmp;
+        }
+    return n;
+}
+
+/* 0 only when no two elements share a location. Fast path: sort the dims of
+ * size > 1 by stride; if each stride exceeds the extent of all the smaller
+ * ones, no overlap. Otherwise decide exactly. Zero-size views never overlap
+ * (PyTorch 1.13 writes an expanded empty view). */
+int shape_overlaps(int ndim, const int64_t *shape, const int64_t *strides) {
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 0;
+    int idx[LT_MAX_DIMS], n = shape_dims_by_stride(ndim, shape, strides, idx);
+    int64_t extent = 0; /* max offset reachable by the smaller dims */
+    for (int k = 0; k < n; k++) {
+        int64_t s = strides[idx[k]];
+        if (s <= extent) return overlaps_exact(ndim, shape, strides);
+        extent += s * (shape[idx[k]] - 1);
+    }
+    return 0;
+}

@@ -103,8 +103,8 @@ exec_graph *exec_optimize(const exec_graph *g) {
                 const int32_t *xin = remap_pool + (x->in - g->in_pool);
                 const gnode *v = &g->nodes[xin[1]];
                 if (v->ndim == y->ndim && same_i64(v->shape, y->shape, y->ndim) && v->dtype == y->dtype &&
-                    same_i64(x->ia, y->ia, y->ndim + 1))
-                    r = xin[1];
+                    same_i64(x->ia, y->ia, y->ndim + 1) && !shape_overlaps(y->ndim, y->shape, y->ia))
+                    r = xin[1]; /* (a window whose elements meet reads the scatter's last writes, not v) */
             }
         }
         if (r == k) { /* CSE: the first structurally equal node wins */

@@ -36,7 +36,7 @@ struct lt_tensor {
     uint8_t is_view;
     uint8_t dtype;
     uint8_t ndim;
-    uint8_t overlaps; /* a view whose elements may share memory: writes error */
+    uint8_t overlaps; /* a view whose elements may share memory (a zero stride: writes error) */
     storage *st;
     int64_t numel;
     int64_t offset;
@@ -59,7 +59,7 @@ lt_tensor *func_new(ir_node *v);
 lt_tensor *func_new_data(lt_buffer *buf, lt_dtype dtype, int ndim, const int64_t *shape);
 /* A new alias of t's storage with the given geometry, which must be one
  * that t's own reaches by a view op other than as_strided (overlap is
- * derived from t's; lt_as_strided sets it after, geom_overlaps). */
+ * derived from t's; lt_as_strided sets it after, shape_overlaps). */
 lt_tensor *func_new_view(lt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                          int64_t offset);
 void func_free(lt_tensor *t);
@@ -101,7 +101,6 @@ int func_assign(lt_tensor *t, ir_node *v);
 void func_materialize(storage *s, lt_buffer *buf);
 
 /* View geometry (view.c). All return 0 or -1 with an error naming `fn`. */
-int geom_overlaps(int ndim, const int64_t *shape, const int64_t *strides);
 /* 1 if a dim of size > 1 has stride 0 and no dim is empty. */
 static inline int geom_zero_stride(int ndim, const int64_t *shape, const int64_t *strides) {
     int z = 0;

@@ -184,7 +184,7 @@ lt_tensor *func_new_view(lt_tensor *b, int ndim, const int64_t *shape, const int
      * elements are distinct keeps them distinct: then only a zero stride on
      * a dim of size > 1 (lt_expand) can alias two, and the full test runs
      * only when the base may overlap. lt_as_strided decides for itself. */
-    t->overlaps = (uint8_t)(b->overlaps ? geom_overlaps(ndim, shape, strides) : geom_zero_stride(ndim, shape, strides));
+    t->overlaps = (uint8_t)(b->overlaps ? shape_overlaps(ndim, shape, strides) : geom_zero_stride(ndim, shape, strides));
     if (LT_UNLIKELY(b->ag == AG_DETACHED)) t->ag = AG_DETACHED; /* views of a detached alias stay outside */
     return t;
 }
@@ -284,7 +284,9 @@ int func_assign(lt_tensor *t, ir_node *v) {
     if (!s->node) g_pending++;
     s->node = nb;
     s->gen++;
-    /* Reading this alias back is v itself: the slice(slice_scatter) peephole at trace time. */
+    /* Reading this alias back is v itself: the slice(slice_scatter) peephole
+     * at trace time. Not where its elements meet: there the last write wins. */
+    if (LT_UNLIKELY(t->overlaps)) return 0;
     t->val = v;
     t->val_gen = s->gen;
     t->val_epoch = g_arena.epoch;

@@ -550,21 +550,16 @@ static int partial_overlap(const or_tensor *dst, const or_tensor *src) {
     return a0 < b1 && b0 < a1;
 }
 
-/* Does the written-to tensor have two elements at one location? 1: a dim of
- * size > 1 with stride 0 (PyTorch's has_internal_overlap YES; PyTorch 1.13
- * writes a zero-size tensor whatever its strides); 2: elements that meet
- * otherwise (PyTorch's TOO_HARD: it runs the op in its own iteration order,
- * an order-dependent result the library does not reproduce, so it refuses
- * and so does this oracle). 0: no overlap. */
+/* Does PyTorch refuse to write this tensor? A dim of size > 1 with stride 0
+ * (its has_internal_overlap YES; PyTorch 1.13 writes a zero-size tensor
+ * whatever its strides). Elements that meet otherwise (TOO_HARD) it writes
+ * in its own iteration order; this oracle, like the library, reads every
+ * input first and writes in row-major order, the last write winning. */
 static int internal_overlap(const or_tensor *t) {
     int64_t n = or_numel(t);
     for (int d = 0; d < t->ndim && n; d++)
         if (t->shape[d] > 1 && t->strides[d] == 0) return 1;
-    int64_t *o = sorted_offsets(t);
-    int dup = 0;
-    for (int64_t i = 1; i < n && !dup; i++) dup = o[i] == o[i - 1];
-    free(o);
-    return dup ? 2 : 0;
+    return 0;
 }
 
 int or_apply_(enum or_op op, or_tensor *const *in, const double *sc) {
