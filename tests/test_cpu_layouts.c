@@ -570,6 +570,46 @@ TEST(conv_padding_taps_nonfinite_blocked) {
     CHECK(nan_taps > 0); /* w1's gradient: the NaN of g * 0 at padding taps */
 }
 
+/* A 3x3 conv with padding 3: its corner outputs read only padding, so an
+ * inf upstream gradient there reaches dw only as inf * 0 = NaN; a kernel
+ * that leaves padding taps out would give a finite dw, which then proves
+ * nothing about g (dnnl.c's all_in). oneDNN 2.6 runs this geometry with a
+ * kernel that multiplies (the check passes with or without the fix-up):
+ * the case pins the result whichever kernel a later oneDNN picks. */
+static double *corner_wgrad(int ref, int64_t *len) {
+    exec_set_backend(ref);
+    lt_manual_seed(5);
+    int64_t xs[4] = {2, 16, 4, 4}, ws[4] = {16, 16, 3, 3}, ms[4] = {2, 16, 8, 8};
+    int64_t st[2] = {1, 1}, pad[2] = {3, 3}, dil[2] = {1, 1};
+    float *m = malloc(2 * 16 * 64 * sizeof *m);
+    for (int i = 0; i < 2 * 16 * 64; i++) m[i] = 1;
+    m[(1 * 16 + 5) * 64] = INFINITY; /* g[1, 5, 0, 0] */
+    lt_tensor *x = lt_randn(LT_F32, 4, xs), *w = lt_randn(LT_F32, 4, ws), *mt = lt_from_data(m, LT_F32, 4, ms);
+    lt_set_requires_grad(w, true);
+    lt_tensor *b = lt_conv2d(x, w, NULL, st, pad, dil, 1), *bm = lt_mul(b, mt), *loss = lt_sum(bm, 0, NULL, false);
+    CHECK(lt_backward(loss) == 0);
+    double *out = h_read(lt_grad(w));
+    *len = lt_numel(w);
+    CHECK_NO_ERR();
+    lt_free(x), lt_free(w), lt_free(mt), lt_free(b), lt_free(bm), lt_free(loss), free(m);
+    exec_set_backend(-1);
+    return out;
+}
+
+TEST(conv_wgrad_inf_where_only_padding_is_read) {
+    int64_t nr, nc;
+    double *r = corner_wgrad(1, &nr), *c = corner_wgrad(0, &nc);
+    CHECK(nr == nc && nr == 16 * 16 * 9);
+    int64_t nan = 0, bad = 0;
+    for (int64_t j = 0; j < nr && nr == nc; j++) {
+        nan += isnan(r[j]);
+        bad += isnan(r[j]) != isnan(c[j]) || (isfinite(r[j]) && !(fabs(r[j] - c[j]) <= 1e-3 * (1 + fabs(r[j]))));
+    }
+    CHECK_MSG(nan == 16 * 9 && bad == 0, "dw: %lld NaN in the reference (want 144: dw[5]), %lld differ on cpu",
+              (long long)nan, (long long)bad);
+    free(r), free(c);
+}
+
 int main(void) {
     RUN(resnet20_step_matches_reference);
     RUN(resnet20_eval_matches_reference);
@@ -580,5 +620,6 @@ int main(void) {
     RUN(bf16_maxpool_stem_blocked);
     RUN(bn_relu_backward_blocked_matches_reference);
     RUN(conv_padding_taps_nonfinite_blocked);
+    RUN(conv_wgrad_inf_where_only_padding_is_read);
     return h_report();
 }

@@ -68,9 +68,10 @@ typedef struct darg {
 enum { D_PRIM, D_LINEAR };
 
 /* A float32 CONV2D or CONV2D_BWD_WEIGHT with padding: what pad_nan needs.
- * The output-side value (y, or g) is channel-blocked (nChw16c) where oblk. */
+ * The output-side value (y, or g) is channel-blocked (nChw16c) where oblk;
+ * every output position has a tap inside the image where all_in. */
 typedef struct wpad {
-    int on, fwd, oblk;
+    int on, fwd, oblk, all_in;
     int64_t N, O, oH, oW, Cg, kH, kW, H, W, ia[6]; /* ia: sH, sW, pH, pW, dH, dW */
 } wpad;
 
@@ -368,6 +369,17 @@ static int wsplit_run(const wsplit *w, void *const *in, void *out, char *scratch
                : -1;
 }
 
+/* Along one spatial dim: does every output index have a tap inside the
+ * input (size in, stride s, padding p, dilation dl)? */
+static int taps_inside(int64_t out, int64_t k, int64_t s, int64_t p, int64_t dl, int64_t in) {
+    for (int64_t o = 0; o < out; o++) {
+        int64_t kk = 0;
+        while (kk < k && (o * s - p + kk * dl < 0 || o * s - p + kk * dl >= in)) kk++;
+        if (kk == k) return 0;
+    }
+    return 1;
+}
+
 /* CONV2D (x, w[, bias]), CONV2D_BWD_INPUT (g, w), CONV2D_BWD_WEIGHT (g, x);
  * ia [sH, sW, pH, pW, dH, dW, groups]. Weights of a grouped conv are
  * (G, O/G, C/G, kH, kW) to oneDNN: the same bytes as our (O, C/G, kH, kW).
@@ -382,8 +394,10 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     int64_t G = ia[6];
     int32_t wv = y->op == LT_OP_CONV2D_BWD_WEIGHT ? self : y->in[1];
     if (y->op != LT_OP_CONV2D_BWD_INPUT && y->dtype == LT_F32 && a0->dtype == LT_F32 && (ia[2] || ia[3]))
-        d->wp = (wpad){1, y->op == LT_OP_CONV2D, blk[ov], os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2], xs[3],
-                       {ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]}};
+        d->wp = (wpad){1, y->op == LT_OP_CONV2D, blk[ov], 0, os[0], os[1], os[2], os[3], ws[1], ws[2], ws[3], xs[2],
+                       xs[3], {ia[0], ia[1], ia[2], ia[3], ia[4], ia[5]}};
+    if (d->wp.on) d->wp.all_in = taps_inside(os[2], ws[2], ia[0], ia[2], ia[4], xs[2]) &&
+                                 taps_inside(os[3], ws[3], ia[1], ia[3], ia[5], xs[3]);
     dnnl_data_type_t xt = dt_of(&g->nodes[xv]), wt = dt_of(&g->nodes[wv]), ot = dt_of(&g->nodes[ov]);
     dnnl_memory_desc_t xu, wu, ou, bu, xa, wa, oa;
     md4(&xu, xs, xt, blk[xv] ? dnnl_aBcd16b : dnnl_nchw);
@@ -603,9 +617,13 @@ static int all_finite(const float *p, int64_t len) {
 }
 
 /* CONV2D_BWD_WEIGHT: a non-finite g at a position whose tap (kh, kw) reads
- * padding makes dw[o, :, kh, kw] NaN. */
+ * padding makes dw[o, :, kh, kw] NaN. Where every position also has a tap
+ * inside the image, a non-finite g[n, o, e] makes that tap's dw[o, :, ...]
+ * non-finite in any kernel (inf * x is never finite, nor a sum holding it):
+ * so a finite dw, the size of the weights, clears g without reading it. */
 static void wgrad_pad_nan(const wpad *w, const float *g, float *dw) {
     int64_t len = out_len(w), n, o, e;
+    if (w->all_in && all_finite(dw, w->O * w->Cg * w->kH * w->kW)) return;
     if (all_finite(g, len)) return;
     for (int64_t i = 0; i < len; i++) {
         if (isfinite(g[i]) || !out_pos(w, i, &n, &o, &e)) continue;
