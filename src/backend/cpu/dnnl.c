@@ -170,8 +170,9 @@ static dnnl_status_t pd_create_bwd(dnnl_primitive_desc_t *pd, const dnnl_convolu
     return st;
 }
 
-/* Which weight gradients are made serial. oneDNN 2.6's bfloat16 weight
- * gradient (jit_bf16:avx512_core_bf16) of a strided convolution
+/* Which weight gradients are made serial, where the batch split below is
+ * not made (one image, or layouts the split does not take). oneDNN 2.6's
+ * bfloat16 weight gradient (jit_bf16:avx512_core_bf16) of a strided convolution
  * synchronizes its two threads so often that on a busy machine it took
  * 230-2650 ms per call for ResNet-20's 3x3 stride-2 convs (fp32: 9-17 ms;
  * alone on one thread: 1.2-5 ms, in the same runs; DNNL_VERBOSE). So does
