@@ -411,19 +411,24 @@ static void bn_xmask_blocked_check(int trial, bn_geom geom, const void *bx, cons
                                    const float *v, const float *w) {
     int64_t n = geom.N * geom.C * geom.inner;
     size_t bytes = (size_t)n * (geom.bf16 ? 2 : 4), sb = (size_t)geom.C * 8;
+    size_t ab = (bytes + 63) / 64 * 64; /* 64-byte aligned: float32 outputs stream (main) */
     float *bias = malloc((size_t)geom.C * 4), *s1 = malloc(sb), *s2 = malloc(sb);
-    void *out = malloc(bytes), *dx1 = malloc(bytes), *dx2 = malloc(bytes), *gm1 = malloc(bytes), *gm2 = malloc(bytes);
+    void *out = aligned_alloc(64, ab), *dx1 = aligned_alloc(64, ab), *dx2 = aligned_alloc(64, ab);
+    void *gm1 = malloc(bytes), *gm2 = malloc(bytes);
     for (int64_t c = 0; c < geom.C; c++) bias[c] = (float)(rnd(201) - 100) / 64.0f;
     for (int level = 0; level <= 2; level++)
         for (int k = 0; k < 4; k++) {
             int keep = k & 1;
             const float *bi = k & 2 ? bias : NULL;
+            size_t stream = g_config.bn_stream_bytes;
             core_set_isa(level);
             bn_blk_apply(geom, bx, m, v, w, bi, 1e-5, NULL, 1, out);
             core_set_isa((level + k) % 3); /* the backward's copy need not be the forward's */
             bn_grad from_out = {ba, NULL, out, keep ? gm1 : NULL, {0}};
             bn_grad from_x = {.a = ba, .gm = keep ? gm2 : NULL, .xm = {1, w, bi, 1e-5}};
+            g_config.bn_stream_bytes = SIZE_MAX; /* plain stores here, streaming (on AVX-512) below */
             bn_blk_bwd(geom, from_out, bx, m, v, w, 1, 1e-5, dx1, s1);
+            g_config.bn_stream_bytes = stream;
             bn_blk_bwd(geom, from_x, bx, m, v, w, 1, 1e-5, dx2, s2);
             int same = same_bits(dx1, dx2, n, geom.bf16) && same_bits(s1, s2, 2 * geom.C, 0) &&
                        (!keep || same_bits(gm1, gm2, n, geom.bf16));
@@ -611,6 +616,8 @@ TEST(conv_wgrad_inf_where_only_padding_is_read) {
 }
 
 int main(void) {
+    core_init();
+    g_config.bn_stream_bytes = 0; /* every aligned float32 batch-norm output streams (bn_blocked.c) */
     RUN(resnet20_step_matches_reference);
     RUN(resnet20_eval_matches_reference);
     RUN(resnet18_eval_backward_matches_reference);

@@ -3,7 +3,8 @@
  * float, and uint16_t holding bfloat16 (autocast's activations). Included
  * once per instruction set by a *_body.h (through isa_copies.h, ISA_SUF the
  * suffix). In ROWS, A is the type, LDV(p) the 16 activations at p as a v16,
- * STV(p, v) stores v rounded to A, RNDV(t) rounds the v16 t to A in place,
+ * STV(p, v) stores v rounded to A (STNT(p, v) likewise, streaming where it
+ * can, NT_FENCE() after the last), RNDV(t) rounds the v16 t to A in place,
  * and BT(name) names the copy (name, ISA_SUF, then _f32 or _bf16). The math
  * is float32 either way. Not a normal header (no include guard, on
  * purpose). */
@@ -20,12 +21,23 @@ static inline void BF16_BITS(const v16 *f, vu16 *bits) {
 #define A float
 #define LDV(p) V16(p)
 #define STV(p, v) (V16(p) = (v))
+/* A streaming store (64-byte aligned p): past the caches, without first
+ * reading the line it fills; AVX-512 only, a plain store elsewhere. */
+#ifdef __AVX512F__
+#define STNT(p, v) __builtin_ia32_movntps512((float *)(p), (v))
+#define NT_FENCE() __builtin_ia32_sfence()
+#else
+#define STNT(p, v) STV(p, v)
+#define NT_FENCE() (void)0
+#endif
 #define RNDV(t) (void)0
 #define BT(x) CAT3(x, ISA_SUF, _f32)
 #include ROWS
 #undef A
 #undef LDV
 #undef STV
+#undef STNT
+#undef NT_FENCE
 #undef RNDV
 #undef BT
 
@@ -45,11 +57,15 @@ static inline void BF16_BITS(const v16 *f, vu16 *bits) {
         BF16_BITS(&(t), &b_);                                                                                          \
         (t) = (v16)(b_ << 16);                                                                                         \
     } while (0)
+#define STNT(p, v) STV(p, v)
+#define NT_FENCE() (void)0
 #define BT(x) CAT3(x, ISA_SUF, _bf16)
 #include ROWS
 #undef A
 #undef LDV
 #undef STV
+#undef STNT
+#undef NT_FENCE
 #undef RNDV
 #undef BT
 

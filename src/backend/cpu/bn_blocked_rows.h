@@ -53,34 +53,37 @@ static void BT(run_moments)(const void *a, int64_t inner, double *mo) {
  * A before the add as the unfused BN_APPLY stores it, so the result is bit
  * for bit that of the unfused kernels. */
 static void BT(run_apply)(const void *x, void *y, const float *sc, const float *sh, const void *r, int act,
-                          int64_t inner) {
+                          int64_t inner, int nt) {
     const A *xp = x, *rp = r;
     A *yp = y;
     v16 scv = V16(sc), shv = V16(sh);
-    if (!act) {
-        for (int64_t k = 0; k < inner; k++) STV(yp + k * 16, LDV(xp + k * 16) * scv + shv);
-        return;
-    }
     for (int64_t k = 0; k < inner; k++) {
         v16 t = LDV(xp + k * 16) * scv + shv;
-        if (rp) {
-            RNDV(t);
-            t += LDV(rp + k * 16);
+        if (act) {
+            if (rp) {
+                RNDV(t);
+                t += LDV(rp + k * 16);
+            }
+            t = VSEL((t > 0) | (t != t), t, (v16){0});
         }
-        STV(yp + k * 16, VSEL((t > 0) | (t != t), t, (v16){0}));
+        if (nt) STNT(yp + k * 16, t);
+        else STV(yp + k * 16, t);
     }
+    if (nt) NT_FENCE();
 }
 
 /* dx = k (g - mg - (x - mc) cx) with batch statistics, else k g. */
 static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, const float *mg, const float *cx,
-                       const float *mc, int64_t inner, int batch) {
+                       const float *mc, int64_t inner, int batch, int nt) {
     const A *gp = g, *xp = x;
     A *dp = d;
     v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc);
     for (int64_t j = 0; j < inner; j++) {
-        v16 gv = LDV(gp + j * 16);
-        STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
+        v16 gv = LDV(gp + j * 16), dv = batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv;
+        if (nt) STNT(dp + j * 16, dv);
+        else STV(dp + j * 16, dv);
     }
+    if (nt) NT_FENCE();
 }
 
 /* Batch norm's upstream gradient at run position j (bn_grad, cpu.h) into *out:
@@ -124,13 +127,16 @@ static void BT(run_gsums)(const void *a, const void *b, const void *o, const voi
 /* run_dx with g = grad_at(a, b, out or x sc + sh). */
 static void BT(run_gdx)(const void *a, const void *b, const void *o, const void *x, void *d, const float *k,
                         const float *mg, const float *cx, const float *mc, const float *sc, const float *sh,
-                        int64_t inner, int batch) {
+                        int64_t inner, int batch, int nt) {
     const A *ap = a, *bp = b, *op = o, *xp = x;
     A *dp = d;
     v16 kv = V16(k), mgv = V16(mg), cxv = V16(cx), mcv = V16(mc), scv = V16(sc), shv = V16(sh);
     for (int64_t j = 0; j < inner; j++) {
         v16 gv;
         BT(grad_at)(ap, bp, op, xp, &scv, &shv, j, &gv);
-        STV(dp + j * 16, batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv);
+        v16 dv = batch ? kv * (gv - mgv - (LDV(xp + j * 16) - mcv) * cxv) : kv * gv;
+        if (nt) STNT(dp + j * 16, dv);
+        else STV(dp + j * 16, dv);
     }
+    if (nt) NT_FENCE();
 }
