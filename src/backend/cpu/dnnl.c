@@ -297,9 +297,10 @@ static void wsplit_new(cpu_dnnl *d, const int64_t *xs, const int64_t *os, dnnl_f
     int P = nth < MAXPARTS ? nth : MAXPARTS;
     if (P > xs[0]) P = (int)xs[0];
     if (P < 2 || !g_config.wgrad_split) return;
+    int had_error = err_code();
     wsplit *w = core_calloc(1, sizeof *w);
     if (!w) {
-        lt_clear_error(); /* the unsplit primitive serves */
+        if (!had_error) lt_clear_error(); /* out of memory here is no failure: the unsplit primitive serves */
         return;
     }
     w->parts = P;
