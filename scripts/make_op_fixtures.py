@@ -921,6 +921,8 @@ def directed():
             x[0, i] = v
         c.append(("layer_norm", [RG(x), 1, RG(torch.randn(n, generator=gl, dtype=f64).to(d)), None, 1e-5],
                   torch.randn(2, n, generator=gl, dtype=f64).to(d)))
+    # div's divisor gradient in PyTorch's order, -g ((a / b) / b): g / b overflows where a / b is 0
+    c.append(("div", [T([2, -2, 0], i64), RG(T(-1e-30, f32))], T([-0.6, 4.5, 1e30], f32)))
     return c
 
 
@@ -954,6 +956,51 @@ def order_dependent(op, args):
     for n, st in zip(a.view[1], a.view[2]):
         offs = [o + i * st for o in offs for i in range(n)]
     return len(set(offs)) < len(offs)
+
+
+def f32_noise(op, call, leaves, out, grads, go):
+    """How far PyTorch's own float32 results are from the same call computed
+    in float64 (every float32 tensor made float64): per element |f32 - f64|,
+    for the output and each gradient, or None where not float32 or not
+    finite in both. A case whose float32 answer cancels (a gradient of 1e30
+    against 2, a one-element row's layer norm) has no float32 answer to
+    match bit by bit: the test accepts what lies within a few times PyTorch's
+    own error. None for in-place calls, views and random ops (the float64
+    call would not be the same computation)."""
+    if op.endswith("_") or op in NOVALUES or op == "dropout":
+        return None, []
+    twins = {}
+
+    def twin(a):
+        if isinstance(a, list):
+            return [twin(x) for x in a]
+        if not isinstance(a, torch.Tensor):
+            return a
+        t = a.detach().clone()
+        t = t.double() if t.dtype == torch.float32 else t
+        if a.requires_grad:
+            t.requires_grad_(True)
+        twins[id(a)] = t
+        return t
+
+    try:
+        out64 = torch_call(op, [twin(a) for a in call])
+        grads64 = [None] * len(grads)
+        if grads:
+            ls = [twins[id(t)] for _, (k, t) in leaves.items()]
+            grads64 = torch.autograd.grad(out64, ls, go.to(out64.dtype), allow_unused=True)
+    except (RuntimeError, IndexError, ValueError, TypeError, KeyError):
+        return None, []
+
+    def noise(a, b):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.dtype != torch.float32 \
+                or a.shape != b.shape:
+            return None
+        d = (a.double() - b.detach().double()).abs()
+        d = torch.where(torch.isfinite(d), d, torch.zeros_like(d)).float()
+        return d if bool((d > 0).any()) else None
+
+    return noise(out.detach(), out64), [noise(a, b) for a, b in zip(grads, grads64)]
 
 
 def run_case(w, cid, op, args, gout_spec, g):
@@ -1021,6 +1068,7 @@ def run_case(w, cid, op, args, gout_spec, g):
     if op.endswith("_"):
         out = call[0]
     case["out"] = w.add(f"{cid}.out", out)
+    grads, go = [], None
     if op == "batch_norm":
         for k in (3, 4):
             if isinstance(targs[k], torch.Tensor):
@@ -1040,10 +1088,14 @@ def run_case(w, cid, op, args, gout_spec, g):
             w.cases.append(case)
             return case
         case["gout"] = w.add(f"{cid}.gout", go)
-        for (path, (k, t)), gr in zip(leaves.items(), grads):
-            if gr is None:
-                gr = torch.zeros_like(t)
+        grads = [torch.zeros_like(t) if gr is None else gr for (k, t), gr in zip(leaves.values(), grads)]
+        for path, gr in zip(leaves, grads):
             case["grads"].append([path, w.add(f"{cid}.g{path}", gr)])
+    if not case["nov"] and not any(isinstance(a, Alias) for a in args):
+        on, gn = f32_noise(op, call, leaves, out, grads, go)
+        if on is not None:
+            case["onoise"] = w.add(f"{cid}.on", on)
+        case["gnoise"] = [[path, w.add(f"{cid}.n{path}", n)] for path, n in zip(leaves, gn) if n is not None]
     w.cases.append(case)
     return case
 

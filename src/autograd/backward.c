@@ -45,13 +45,11 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(0)) gi[0] = lt_mul(g, SAVED(1));
         if (NEED(1)) gi[1] = lt_mul(g, SAVED(0));
         break;
-    case LT_OP_DIV: { /* d(a/b)/db = -out/b */
-        lt_tensor *q = lt_div(g, SAVED(1));
-        if (NEED(1)) gi[1] = lt_neg(K(lt_mul(q, OUT)));
-        if (NEED(0)) gi[0] = q;
-        else K(q);
+    case LT_OP_DIV: /* PyTorch's div_tensor_self/other_backward: g / b and -g ((a / b) / b), in that order
+                     * ((g / b) (a / b) overflows to inf * 0 = NaN where a / b is 0 and g / b is huge) */
+        if (NEED(0)) gi[0] = lt_div(g, SAVED(1));
+        if (NEED(1)) gi[1] = lt_neg(K(lt_mul(g, K(lt_div(OUT, SAVED(1))))));
         break;
-    }
     case LT_OP_MAXIMUM: case LT_OP_MINIMUM: {
         /* PyTorch's formula: ties split the gradient evenly; the loser gets
          * exactly 0 (selected, not multiplied: an inf or NaN upstream
