@@ -154,20 +154,29 @@ static void md4(dnnl_memory_desc_t *md, const int64_t *s, dnnl_data_type_t dt, d
     dnnl_memory_desc_init_by_tag(md, 4, dims, dt, tag);
 }
 
-/* A backward primitive; serial: made for one thread, so that it runs
- * without a parallel region (oneDNN sizes its thread split when the
- * primitive is made, from omp_get_max_threads()). */
-static dnnl_status_t pd_create_bwd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
-                                   const_dnnl_primitive_desc_t fpd, int serial) {
+/* Between serial_begin(1) and serial_end, oneDNN descriptors and
+ * primitives are made for one thread, to run without a parallel region:
+ * oneDNN sizes its thread split when a descriptor is made, from
+ * omp_get_max_threads(), and its primitive cache keys on the thread count
+ * when a primitive is made (so both must see one thread, or the cache may
+ * hand back another count's primitive for the same descriptor).
+ * serial_begin returns the count that serial_end puts back. */
+static int serial_begin(int on) {
 #ifdef _OPENMP
     int nth = omp_get_max_threads();
-    if (serial) omp_set_num_threads(1);
+    if (on) omp_set_num_threads(1);
+    return nth;
+#else
+    (void)on;
+    return 1;
 #endif
-    dnnl_status_t st = dnnl_primitive_desc_create(pd, bd, NULL, eng, fpd);
+}
+static void serial_end(int on, int nth) {
 #ifdef _OPENMP
-    if (serial) omp_set_num_threads(nth);
+    if (on) omp_set_num_threads(nth);
+#else
+    (void)on, (void)nth;
 #endif
-    return st;
 }
 
 /* Which weight gradients are made serial, where the batch split below is
@@ -290,11 +299,11 @@ static void wsplit_new(cpu_dnnl *d, const int64_t *xs, const int64_t *os, dnnl_f
                        dnnl_format_tag_t otag, const dnnl_memory_desc_t *wa, const dnnl_memory_desc_t *wu,
                        const int64_t *str, const int64_t *dil, const int64_t *pl, const int64_t *pr) {
 #ifdef _OPENMP
-    int nth = omp_get_max_threads();
+    int P = omp_get_max_threads();
 #else
-    int nth = 1;
+    int P = 1;
 #endif
-    int P = nth < MAXPARTS ? nth : MAXPARTS;
+    if (P > MAXPARTS) P = MAXPARTS;
     if (P > xs[0]) P = (int)xs[0];
     if (P < 2 || !g_config.wgrad_split) return;
     int had_error = err_code();
@@ -307,17 +316,10 @@ static void wsplit_new(cpu_dnnl *d, const int64_t *xs, const int64_t *os, dnnl_f
     size_t scratch0 = d->scratch;
     dnnl_memory_desc_t dw0;
     int rc = 0;
-#ifdef _OPENMP
-    /* The primitives too, not only their descriptors, are made on one
-     * thread: oneDNN's primitive cache keys on the thread count, and would
-     * hand back a two-thread primitive for the same descriptor. */
-    omp_set_num_threads(1);
-#endif
+    int nth = serial_begin(1); /* each part runs on one thread */
     for (int p = 0; p < P && rc == 0; p++)
         rc = wsplit_part(d, w, p, xs[0] * p / P, xs[0] * (p + 1) / P, xs, os, xtag, otag, wa, str, dil, pl, pr, &dw0);
-#ifdef _OPENMP
-    omp_set_num_threads(nth);
-#endif
+    serial_end(1, nth);
     dnnl_primitive_desc_t rpd = NULL;
     if (rc == 0)
         rc = dnnl_memory_create(&w->sum, &dw0, eng, DNNL_MEMORY_NONE) == dnnl_success &&
@@ -445,16 +447,18 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
                                                                              &wa, &oa, str, dil, pl, pr)
                            : dnnl_dilated_convolution_backward_weights_desc_init(
                                  &bdsc, dnnl_convolution_direct, &xa, &wa, NULL, &oa, str, dil, pl, pr);
-    if (st == dnnl_success) st = pd_create_bwd(&pd, &bdsc, fpd, serial_wgrad(y, wt, ws, os));
+    int serial = serial_wgrad(y, wt, ws, os), nth = serial_begin(serial), rc = -1;
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &bdsc, NULL, eng, fpd);
     dnnl_primitive_desc_destroy(fpd);
-    if (st != dnnl_success) return -1;
-    if (y->op == LT_OP_CONV2D_BWD_INPUT) {
+    if (st == dnnl_success && y->op == LT_OP_CONV2D_BWD_INPUT) {
         const dnnl_memory_desc_t *u[] = {&ou, &wu, &xu};
-        return finish(d, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC}, (int[]){0, 1, -1},
-                      u);
+        rc = finish(d, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC}, (int[]){0, 1, -1}, u);
+    } else if (st == dnnl_success) {
+        const dnnl_memory_desc_t *u[] = {&ou, &xu, &wu};
+        rc = finish(d, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS}, (int[]){0, 1, -1}, u);
     }
-    const dnnl_memory_desc_t *u[] = {&ou, &xu, &wu};
-    return finish(d, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS}, (int[]){0, 1, -1}, u);
+    serial_end(serial, nth);
+    return rc;
 }
 
 /* AVG_POOL2D (x), AVG_POOL2D_BWD (g); ia [kH, kW, sH, sW, pH, pW, H, W].
