@@ -237,6 +237,38 @@ static void wsplit_free(wsplit *w) {
     core_free(w);
 }
 
+/* The weight gradient's primitive descriptor (attributes at, forward
+ * hint fpd): oneDNN's first choice, or where general, its general direct
+ * kernel (jit_bf16) where it has one. For a 1x1 stride-1 conv oneDNN picks
+ * jit_bf16_1x1, which on one thread and 16 images was slower than jit_bf16
+ * where the output is 56x56 (ResNet-50's first stage; ms, best of 6 alone
+ * on the quiet machine: 64 -> 256 channels 6.11 / 5.14, 256 -> 64 6.78 /
+ * 5.54, 256 -> 128 10.96 / 9.99) and faster on the smaller ones (28x28:
+ * 512 -> 128 4.18 / 4.67; 7x7: 2048 -> 512 4.10 / 6.66). In ResNet-50's
+ * bf16 step (batch 32, split in two) those eight weight gradients took 99
+ * ms of thread time instead of 131 (DNNL_VERBOSE, two alternating runs). */
+static dnnl_status_t wgrad_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
+                              const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
+    if (!general) return dnnl_primitive_desc_create(pd, bd, at, eng, fpd);
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, bd, at, eng, fpd);
+    if (st != dnnl_success) return st;
+    *pd = dnnl_primitive_desc_iterator_fetch(it); /* the first choice, unless a general one follows */
+    while (*pd && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
+        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl = NULL;
+        if (c && dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+            !strncmp(impl, "jit_bf16:", 9)) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = c;
+            break;
+        }
+        if (c) dnnl_primitive_desc_destroy(c);
+    }
+    dnnl_primitive_desc_iterator_destroy(it);
+    return *pd ? dnnl_success : dnnl_out_of_memory;
+}
+
 /* Part p's primitive for the images [n0, n1): 0 if made and it reads our
  * layouts (xtag, otag) and writes dw0's layout (or sets *dw0, part 0). */
 static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, const int64_t *xs, const int64_t *os,
@@ -247,6 +279,8 @@ static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, co
     int64_t x1[4] = {1, xs[1], xs[2], xs[3]}, o1[4] = {1, os[1], os[2], os[3]};
     dnnl_memory_desc_t xu, ou, xa, oa, xi, oi, w32 = *wa;
     w32.data_type = dnnl_f32;
+    int general = wa->ndims == 4 && wa->dims[2] * wa->dims[3] == 1 && str[0] * str[1] == 1 &&
+                  os[2] * os[3] >= 56 * 56; /* wgrad_pd */
     md4(&xu, xp, dnnl_bf16, xtag);
     md4(&ou, op, dnnl_bf16, otag);
     md4(&xa, xp, dnnl_bf16, dnnl_format_tag_any);
@@ -263,7 +297,7 @@ static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, co
                                                                  str, dil, pl, pr) == dnnl_success &&
              dnnl_primitive_attr_create(&at) == dnnl_success &&
              dnnl_primitive_attr_set_scratchpad_mode(at, dnnl_scratchpad_mode_user) == dnnl_success &&
-             dnnl_primitive_desc_create(&pd, &bd, at, eng, fpd) == dnnl_success;
+             wgrad_pd(&pd, &bd, at, fpd, general) == dnnl_success;
     if (ok) {
         const dnnl_memory_desc_t *mx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                                  *mg = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0),
