@@ -240,13 +240,13 @@ static void wsplit_free(wsplit *w) {
 /* The weight gradient's primitive descriptor (attributes at, forward
  * hint fpd): oneDNN's first choice, or where general, its general direct
  * kernel (jit_bf16) where it has one. For a 1x1 stride-1 conv oneDNN picks
- * jit_bf16_1x1, which on one thread and 16 images was slower than jit_bf16
- * where the output is 56x56 (ResNet-50's first stage; ms, best of 6 alone
- * on the quiet machine: 64 -> 256 channels 6.11 / 5.14, 256 -> 64 6.78 /
- * 5.54, 256 -> 128 10.96 / 9.99) and faster on the smaller ones (28x28:
- * 512 -> 128 4.18 / 4.67; 7x7: 2048 -> 512 4.10 / 6.66). In ResNet-50's
- * bf16 step (batch 32, split in two) those eight weight gradients took 99
- * ms of thread time instead of 131 (DNNL_VERBOSE, two alternating runs). */
+ * jit_bf16_1x1; in ResNet-50's bf16 step (batch 32, split in two, thread
+ * ms summed over the step's convs of a shape, DNNL_VERBOSE, two
+ * alternating runs each) jit_bf16 was faster on 56x56 outputs (64 -> 256
+ * channels 62.5 / 47.1, 256 -> 64 36.7 / 26.0, 256 -> 128 27.6 / 22.4) and
+ * 28x28 ones (512 -> 128 38.1 / 31.5, 512 -> 256 21.2 / 19.3, 128 -> 512
+ * 42.2 / 40.9), slower on 14x14 (256 -> 1024 49.1 / 60.9) and 7x7 (512 ->
+ * 2048 27.2 / 43.0). */
 static dnnl_status_t wgrad_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
                               const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
     if (!general) return dnnl_primitive_desc_create(pd, bd, at, eng, fpd);
@@ -280,7 +280,7 @@ static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, co
     dnnl_memory_desc_t xu, ou, xa, oa, xi, oi, w32 = *wa;
     w32.data_type = dnnl_f32;
     int general = wa->ndims == 4 && wa->dims[2] * wa->dims[3] == 1 && str[0] * str[1] == 1 &&
-                  os[2] * os[3] >= 56 * 56; /* wgrad_pd */
+                  os[2] * os[3] >= 28 * 28; /* wgrad_pd */
     md4(&xu, xp, dnnl_bf16, xtag);
     md4(&ou, op, dnnl_bf16, otag);
     md4(&xa, xp, dnnl_bf16, dnnl_format_tag_any);
