@@ -786,7 +786,7 @@ static void linear_case(int trial) {
  * so that every sum, in any order, is exact in float32 and both backends
  * round the same numbers: the results must agree bit for bit. */
 typedef struct wsctx {
-    lt_tensor *x0, *w1, *g0, *w2;
+    lt_tensor *x0, *w1, *g0, *w2, *w3; /* w3: 1x1 weights of shape ws (trial 6) */
     int64_t ws[4], st[2], pad[2];
 } wsctx;
 
@@ -797,6 +797,26 @@ static lt_tensor *make_wsplit(void *p) {
     lt_tensor *dw = nn_conv2d_backward_weight(g, x, c->ws, c->st, c->pad, one, 1);
     lt_free(x), lt_free(g);
     return dw;
+}
+
+/* The forward and the data gradient of a 1x1 conv on 56x56 with operands
+ * from other convs, as the split's trial 6 (oneDNN's general kernel,
+ * dnnl.c's conv_pd). */
+static lt_tensor *make_fwd1x1(void *p) {
+    wsctx *c = p;
+    int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    lt_tensor *x = lt_conv2d(c->x0, c->w1, NULL, one, one, one, 1), *y = lt_conv2d(x, c->w3, NULL, one, zero, one, 1);
+    lt_free(x);
+    return y;
+}
+static lt_tensor *make_bwd1x1(void *p) {
+    wsctx *c = p;
+    const int64_t *s0 = lt_shape(c->x0);
+    int64_t one[2] = {1, 1}, zero[2] = {0, 0}, xs[4] = {s0[0], c->ws[1], s0[2], s0[3]};
+    lt_tensor *g = lt_conv2d(c->g0, c->w2, NULL, one, one, one, 1);
+    lt_tensor *dx = nn_conv2d_backward_input(g, c->w3, xs, one, zero, one, 1);
+    lt_free(g);
+    return dx;
 }
 
 /* bfloat16 values in {-1, 0, 1}. */
@@ -815,7 +835,7 @@ TEST(bf16_weight_grad_split) {
         wsctx c = {0};
         int64_t N = t < 2 ? 1 + 2 * t : 2 + rint_(5), C = 16 << rint_(2), O = 16 * (1 + rint_(3)), H = 5 + rint_(6);
         int64_t k = t % 2 ? 3 : 1, s = 1 + rint_(2);
-        if (t == 6) N = 2, C = O = 16, H = 56, s = 1; /* 1x1 on 56x56: oneDNN's general kernel (dnnl.c, wgrad_pd) */
+        if (t == 6) N = 2, C = O = 16, H = 56, s = 1; /* 1x1 on 56x56: oneDNN's general kernel (dnnl.c, conv_pd) */
         int64_t p = k / 2, oH = conv_out(H, k, s, p, 1);
         c.st[0] = c.st[1] = s, c.pad[0] = c.pad[1] = p;
         int64_t xs[4] = {N, 8, H, H}, w1s[4] = {C, 8, 3, 3}, gs[4] = {N, 8, oH, oH}, w2s[4] = {O, 8, 3, 3};
@@ -831,6 +851,18 @@ TEST(bf16_weight_grad_split) {
         CHECK_MSG(r && v && nr == nc && dr == LT_BF16 && dc == LT_BF16, "%s: %s", what, lt_error_message());
         if (r && v && nr == nc) compare(what, r, v, nr, 0);
         free(r), free(v);
+        if (t == 6) {
+            c.w3 = unit_ints(ws);
+            maker mk[2] = {make_fwd1x1, make_bwd1x1};
+            for (int d = 0; d < 2; d++) {
+                r = run_on(1, mk[d], &c, &nr, &dr), v = run_on(0, mk[d], &c, &nc, &dc);
+                CHECK_MSG(r && v && nr == nc && dc == LT_BF16, "1x1 conv %d on 56x56: %s", d, lt_error_message());
+                const char *name = d ? "bf16 1x1 data gradient 56x56" : "bf16 1x1 conv 56x56";
+                if (r && v && nr == nc) compare(name, r, v, nr, 0);
+                free(r), free(v);
+            }
+            lt_free(c.w3);
+        }
         lt_free(c.x0), lt_free(c.w1), lt_free(c.g0), lt_free(c.w2);
     }
     double runs = lt_metric("SplitWeightGrads") - s0;

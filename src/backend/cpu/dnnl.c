@@ -237,21 +237,27 @@ static void wsplit_free(wsplit *w) {
     core_free(w);
 }
 
-/* The weight gradient's primitive descriptor (attributes at, forward
- * hint fpd): oneDNN's first choice, or where general, its general direct
- * kernel (jit_bf16) where it has one. For a 1x1 stride-1 conv oneDNN picks
- * jit_bf16_1x1; in ResNet-50's bf16 step (batch 32, split in two, thread
- * ms summed over the step's convs of a shape, DNNL_VERBOSE, two
- * alternating runs each) jit_bf16 was faster on 56x56 outputs (64 -> 256
- * channels 62.5 / 47.1, 256 -> 64 36.7 / 26.0, 256 -> 128 27.6 / 22.4) and
- * 28x28 ones (512 -> 128 38.1 / 31.5, 512 -> 256 21.2 / 19.3, 128 -> 512
- * 42.2 / 40.9), slower on 14x14 (256 -> 1024 49.1 / 60.9) and 7x7 (512 ->
- * 2048 27.2 / 43.0). */
-static dnnl_status_t wgrad_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *bd,
-                              const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
-    if (!general) return dnnl_primitive_desc_create(pd, bd, at, eng, fpd);
+/* A bfloat16 convolution's primitive descriptor (op descriptor od,
+ * attributes at, forward hint fpd): oneDNN's first choice or, where
+ * general, its general direct kernel (jit_bf16) if it has one. For a 1x1
+ * stride-1 conv oneDNN picks jit_bf16_1x1, which in ResNet-50's bf16 step
+ * (batch 32; DNNL_VERBOSE, ms summed over the step's convs of a shape, two
+ * alternating runs each) lost to jit_bf16 in the weight gradient (split in
+ * two, thread ms) on 56x56 outputs (64 -> 256 channels 62.5 / 47.1, 256 ->
+ * 64 36.7 / 26.0, 256 -> 128 27.6 / 22.4) and 28x28 ones (512 -> 128 38.1
+ * / 31.5, 512 -> 256 21.2 / 19.3, 128 -> 512 42.2 / 40.9), and in the
+ * forward and data gradient on 56x56 (64 -> 256 15.5 / 14.6 and 16.7 /
+ * 15.2, 256 -> 64 8.4 / 7.6 and 7.9 / 7.5; 256 -> 128 7.1 / 7.4 and 7.2 /
+ * 7.3), while it won the weight gradient on 14x14 (256 -> 1024 49.1 /
+ * 60.9) and 7x7 (512 -> 2048 27.2 / 43.0). */
+static int general_1x1(const int64_t *ws, const int64_t *str, const int64_t *os, int wgrad) {
+    return ws[2] * ws[3] == 1 && str[0] * str[1] == 1 && os[2] * os[3] >= (wgrad ? 28 * 28 : 56 * 56);
+}
+static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *od,
+                             const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
+    if (!general) return dnnl_primitive_desc_create(pd, od, at, eng, fpd);
     dnnl_primitive_desc_iterator_t it;
-    dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, bd, at, eng, fpd);
+    dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, od, at, eng, fpd);
     if (st != dnnl_success) return st;
     *pd = dnnl_primitive_desc_iterator_fetch(it); /* the first choice, unless a general one follows */
     while (*pd && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
@@ -279,8 +285,7 @@ static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, co
     int64_t x1[4] = {1, xs[1], xs[2], xs[3]}, o1[4] = {1, os[1], os[2], os[3]};
     dnnl_memory_desc_t xu, ou, xa, oa, xi, oi, w32 = *wa;
     w32.data_type = dnnl_f32;
-    int general = wa->ndims == 4 && wa->dims[2] * wa->dims[3] == 1 && str[0] * str[1] == 1 &&
-                  os[2] * os[3] >= 28 * 28; /* wgrad_pd */
+    int general = wa->ndims == 4 && general_1x1(wa->dims, str, os, 1);
     md4(&xu, xp, dnnl_bf16, xtag);
     md4(&ou, op, dnnl_bf16, otag);
     md4(&xa, xp, dnnl_bf16, dnnl_format_tag_any);
@@ -297,7 +302,7 @@ static int wsplit_part(cpu_dnnl *d, wsplit *w, int p, int64_t n0, int64_t n1, co
                                                                  str, dil, pl, pr) == dnnl_success &&
              dnnl_primitive_attr_create(&at) == dnnl_success &&
              dnnl_primitive_attr_set_scratchpad_mode(at, dnnl_scratchpad_mode_user) == dnnl_success &&
-             wgrad_pd(&pd, &bd, at, fpd, general) == dnnl_success;
+             conv_pd(&pd, &bd, at, fpd, general) == dnnl_success;
     if (ok) {
         const dnnl_memory_desc_t *mx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                                  *mg = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0),
@@ -468,7 +473,8 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
                                                    bias ? &bu : NULL, &oa, str, dil, pl, pr) != dnnl_success)
         return -1;
     dnnl_primitive_desc_t fpd, pd;
-    if (dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL) != dnnl_success) return -1;
+    int general = xt == dnnl_bf16 && general_1x1(ws, str, os, 0);
+    if (conv_pd(&fpd, &fd, NULL, NULL, general && y->op == LT_OP_CONV2D) != dnnl_success) return -1;
     if (y->op == LT_OP_CONV2D) {
         const dnnl_memory_desc_t *u[] = {&xu, &wu, &bu, &ou};
         if (bias) return finish(d, fpd, 4, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
@@ -482,7 +488,7 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
                            : dnnl_dilated_convolution_backward_weights_desc_init(
                                  &bdsc, dnnl_convolution_direct, &xa, &wa, NULL, &oa, str, dil, pl, pr);
     int serial = serial_wgrad(y, wt, ws, os), nth = serial_begin(serial), rc = -1;
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &bdsc, NULL, eng, fpd);
+    if (st == dnnl_success) st = conv_pd(&pd, &bdsc, NULL, fpd, general && y->op == LT_OP_CONV2D_BWD_INPUT);
     dnnl_primitive_desc_destroy(fpd);
     if (st == dnnl_success && y->op == LT_OP_CONV2D_BWD_INPUT) {
         const dnnl_memory_desc_t *u[] = {&ou, &wu, &xu};
