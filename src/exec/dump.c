@@ -45,6 +45,14 @@ void exec_graph_write_text(FILE *f, const exec_graph *g) {
     fprintf(f, "\n");
 }
 
+/* A kernel span's args in the LT_TRACE_KERNELS timeline: its node's number
+ * (as LT_DUMP_IR writes it), dtype and shape, so a slow span can be found in
+ * the graph. */
+void exec_node_args(char *buf, size_t n, const exec_graph *g, const gnode *y) {
+    snprintf(buf, n, "\"node\":%d,\"type\":\"%s%s\"", (int)(y - g->nodes), dtype_name((lt_dtype)y->dtype),
+             SHAPE_STR(y->ndim, y->shape));
+}
+
 void exec_graph_write_dot(FILE *f, const exec_graph *g) {
     fprintf(f, "digraph lazytensor {\n  node [shape=box, fontname=\"monospace\"];\n");
     for (int k = 0; k < g->n; k++) {

@@ -114,8 +114,10 @@ static inline void prof_span(const char *name, uint64_t t0) {
 }
 /* For backends, around each kernel. */
 static inline uint64_t prof_kernel_begin(void) { return LT_UNLIKELY(g_prof_kernels) ? prof_now_ns() : 0; }
-static inline void prof_kernel_end(const char *op_name, uint64_t t0) {
-    if (LT_UNLIKELY(g_prof_kernels)) prof_span_emit(TRACK_RUNTIME, op_name, t0, prof_now_ns(), NULL);
+/* args: NULL or a JSON object body naming the kernel's node and size, so a
+ * slow span can be traced back to its graph node (LT_DUMP_IR numbers). */
+static inline void prof_kernel_end(const char *op_name, uint64_t t0, const char *args) {
+    if (LT_UNLIKELY(g_prof_kernels)) prof_span_emit(TRACK_RUNTIME, op_name, t0, prof_now_ns(), args);
 }
 /* User spans (lt_trace_begin/lt_trace_end): a stack, emitted on TRACK_USER
  * so they may straddle steps without breaking the runtime track's nesting. */

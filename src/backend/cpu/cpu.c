@@ -374,10 +374,12 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     }
+    char span_args[128];
+    if (LT_UNLIKELY(g_prof_kernels)) exec_node_args(span_args, sizeof span_args, g, y);
     prof_kernel_end(kn->kind == K_BN_ACT                          ? "BN_APPLY_RELU"
                     : kn->kind == K_BN_BWD && kn->nread > y->nin ? "BN_BWD_RELU"
                                                                  : g_ops[y->op].name,
-                    kt0);
+                    kt0, span_args);
 }
 
 /* Completes the collectives whose results kernel j (e->nk: the end) reads first. */

@@ -171,7 +171,9 @@ static int ref_run(void *p, lt_buffer *const *inputs, const uint8_t *donatable, 
         for (int i = 0; i < IR_MAX_SCALARS; i++) sc[i] = y->sc_slot[i] >= 0 ? scalars[y->sc_slot[i]] : y->sc[i];
         uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS */
         ref_run_node(y, args, sc, val[k]->data);
-        prof_kernel_end(g_ops[y->op].name, kt0);
+        char pa[128];
+        if (LT_UNLIKELY(g_prof_kernels)) exec_node_args(pa, sizeof pa, g, y);
+        prof_kernel_end(g_ops[y->op].name, kt0, pa);
         if (LT_UNLIKELY(err_kernel_pending())) { /* bad index data: the sync fails */
             err_kernel_take();
             goto done;
