@@ -449,6 +449,10 @@ TEST(trace_file_is_json_with_spans_in_order) {
         jval *ts = jget(e, "ts"), *dur = jget(e, "dur"), *step = jget(jget(e, "args"), "step");
         CHECK(ts && ts->type == J_NUM && dur && dur->type == J_NUM && dur->num >= 0);
         if (!ts || !dur) continue;
+        if (!strcmp(name->str, "LERP")) { /* a kernel: its node in the optimized graph, dtype and shape */
+            jval *node = jget(jget(e, "args"), "node"), *type = jget(jget(e, "args"), "type");
+            CHECK(node && node->type == J_NUM && type && type->type == J_STR && !strcmp(type->str, "float32[2, 3]"));
+        }
         sp[n++] = (span){name->str, ts->num, dur->num, (int)jget(e, "tid")->num, step ? step->num : -1};
     }
     /* Step 1 (the first lerp_) compiles; step 2 hits the cache. */
@@ -489,11 +493,13 @@ TEST(trace_file_is_json_with_spans_in_order) {
     free(text);
     remove(trace);
 
-    /* LT_DUMP_IR: two graphs compiled (the zeros/ones fills, then the lerp_). */
+    /* LT_DUMP_IR: two graphs compiled (the zeros/ones fills, then the lerp_),
+     * each also as the cpu backend's optimized copy. */
     char path[192];
     for (int k = 1; k <= 3; k++) {
-        for (int dot = 0; dot < 2; dot++) {
-            snprintf(path, sizeof path, "%s/graph_%04d.%s", irdir, k, dot ? "dot" : "txt");
+        for (int dot = 0; dot < 4; dot++) {
+            snprintf(path, sizeof path, "%s/graph_%04d%s.%s", irdir, k, dot > 1 ? "_optimized" : "",
+                     dot % 2 ? "dot" : "txt");
             char *f = read_file(path);
             CHECK_MSG((f != NULL) == (k <= 2), "%s: %s", path, f ? "unexpected" : "missing");
             if (f && k == 2 && !dot) CHECK_MSG(strstr(f, "LERP float32[2, 3](%0, %1) sc=[$0=0.5]"), "%s:\n%s", path, f);

@@ -46,8 +46,8 @@ void exec_graph_write_text(FILE *f, const exec_graph *g) {
 }
 
 /* A kernel span's args in the LT_TRACE_KERNELS timeline: its node's number
- * (as LT_DUMP_IR writes it), dtype and shape, so a slow span can be found in
- * the graph. */
+ * (in the graph the backend runs: LT_DUMP_IR's graph_N_optimized on cpu),
+ * dtype and shape, so a slow span can be found in the graph. */
 void exec_node_args(char *buf, size_t n, const exec_graph *g, const gnode *y) {
     snprintf(buf, n, "\"node\":%d,\"type\":\"%s%s\"", (int)(y - g->nodes), dtype_name((lt_dtype)y->dtype),
              SHAPE_STR(y->ndim, y->shape));
@@ -97,10 +97,13 @@ int exec_graph_dump(const char *prefix, const exec_graph *g) {
     return rc;
 }
 
-/* LT_DUMP_IR: dir/graph_0001.txt, .dot, ... numbered in compile order. A
- * failure is reported once on stderr and never fails the sync: a debugging
- * aid must not change what the program computes. */
-void exec_dump_compiled(const exec_graph *g) {
+/* LT_DUMP_IR: dir/graph_0001.txt, .dot, ... numbered in compile order;
+ * a backend that compiles an optimized copy (cpu: exec_optimize) writes it
+ * first as graph_0001_optimized (suffix non-NULL: the number the graph
+ * itself is about to get), the graph whose node numbers LT_TRACE_KERNELS's
+ * spans carry. A failure is reported once on stderr and never fails the
+ * sync: a debugging aid must not change what the program computes. */
+void exec_dump_compiled(const exec_graph *g, const char *suffix) {
     static uint64_t seq;
     static int made, failed;
     const char *dir = g_config.dump_ir_dir;
@@ -115,7 +118,8 @@ void exec_dump_compiled(const exec_graph *g) {
     }
     uint64_t t0 = prof_trace_now();
     char prefix[4096];
-    snprintf(prefix, sizeof prefix, "%s/graph_%04llu", dir, (unsigned long long)++seq);
+    snprintf(prefix, sizeof prefix, "%s/graph_%04llu%s", dir, (unsigned long long)(suffix ? seq + 1 : ++seq),
+             suffix ? suffix : "");
     int code = lt_error();
     if (exec_graph_dump(prefix, g)) {
         fprintf(stderr, "lazytensor: LT_DUMP_IR: %s\n", lt_error_message());

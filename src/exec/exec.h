@@ -118,7 +118,7 @@ void exec_explain_miss(const exec_graph *g, uint64_t sig, const backend *be);
 void exec_graph_write_text(FILE *f, const exec_graph *g);
 void exec_graph_write_dot(FILE *f, const exec_graph *g);
 int exec_graph_dump(const char *prefix, const exec_graph *g); /* PREFIX.txt, PREFIX.dot; 0 or -1 */
-void exec_dump_compiled(const exec_graph *g);                 /* LT_DUMP_IR */
+void exec_dump_compiled(const exec_graph *g, const char *suffix); /* LT_DUMP_IR; suffix: see dump.c */
 void exec_node_args(char *buf, size_t n, const exec_graph *g, const gnode *y); /* a kernel span's JSON args */
 /* The graph a sync of roots would compile, without running it (free with
  * exec_graph_free). NULL + error on failure. */

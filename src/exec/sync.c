@@ -242,7 +242,7 @@ int exec_sync_nodes_ex(ir_node *const *roots, int nroots, lt_buffer **outs, lt_b
         uint64_t sig = exec_graph_sig(g), cx = prof_trace_now();
         exec_explain_miss(g, sig, be);
         prof_span("explain miss", cx);
-        if (LT_UNLIKELY(g_config.dump_ir_dir != NULL)) exec_dump_compiled(g);
+        if (LT_UNLIKELY(g_config.dump_ir_dir != NULL)) exec_dump_compiled(g, NULL);
         e = cache_insert(key, serial, serial_len, g, exe, be);
         if (!e) {
             be->free_exec(exe);

@@ -200,6 +200,7 @@ static void *cpu_compile(const exec_graph *g0) {
         cpu_free(e);
         return NULL;
     }
+    if (LT_UNLIKELY(g_config.dump_ir_dir != NULL)) exec_dump_compiled(e->g, "_optimized");
     size_t sb = 0;
     e->maxread = e->maxwrite = e->maxins = 1;
     for (int j = 0; j < e->nk; j++) {
