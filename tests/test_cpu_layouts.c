@@ -615,6 +615,76 @@ TEST(conv_wgrad_inf_where_only_padding_is_read) {
     free(r), free(c);
 }
 
+/* ---- Winograd (dnnl.c: float32 3x3 stride-1 convs where oneDNN takes
+ * jit_wino_4x3; the smallest such shapes here have batch 16 and 64
+ * channels): y = conv(x, w) and both gradients agree with the reference
+ * within float32 rounding of the sums; with an inf in x and a NaN in w its
+ * output is redone by the direct conv and every inf / NaN sits where the
+ * reference puts it. ---- */
+static int wino_run(int ref, int nonfinite, double **out, int64_t *len) {
+    exec_set_backend(ref);
+    lt_manual_seed(7);
+    int64_t xs[4] = {16, 64, 14, 14}, ws[4] = {64, 64, 3, 3};
+    int64_t st[2] = {1, 1}, pad[2] = {1, 1}, dil[2] = {1, 1};
+    lt_tensor *rx = lt_randn(LT_F32, 4, xs), *rw = lt_randn(LT_F32, 4, ws), *m = lt_randn(LT_F32, 4, xs);
+    double *dx = h_read(rx), *dw = h_read(rw);
+    float *hx = malloc(16 * 64 * 196 * sizeof *hx), *hw = malloc(64 * 64 * 9 * sizeof *hw);
+    for (int i = 0; i < 16 * 64 * 196; i++) hx[i] = (float)dx[i];
+    for (int i = 0; i < 64 * 64 * 9; i++) hw[i] = (float)dw[i];
+    if (nonfinite) {
+        hx[(3 * 64 + 9) * 196 + 5 * 14 + 7] = INFINITY; /* x[3, 9, 5, 7] */
+        hw[(40 * 64 + 2) * 9 + 4] = NAN;                /* w[40, 2, 1, 1] */
+    }
+    lt_tensor *x = lt_from_data(hx, LT_F32, 4, xs), *w = lt_from_data(hw, LT_F32, 4, ws);
+    lt_set_requires_grad(x, true), lt_set_requires_grad(w, true);
+    lt_tensor *y = lt_conv2d(x, w, NULL, st, pad, dil, 1), *ym = lt_mul(y, m), *loss = lt_sum(ym, 0, NULL, false);
+    CHECK(lt_backward(loss) == 0);
+    lt_mark_step();
+    CHECK_NO_ERR();
+    lt_tensor *keep[3] = {y, lt_grad(x), lt_grad(w)};
+    for (int i = 0; i < 3; i++) out[i] = h_read(keep[i]), len[i] = lt_numel(keep[i]);
+    lt_free(rx), lt_free(rw), lt_free(m), lt_free(x), lt_free(w), lt_free(y), lt_free(ym), lt_free(loss);
+    free(dx), free(dw), free(hx), free(hw);
+    exec_set_backend(-1);
+    return 3;
+}
+
+static void wino_case(int nonfinite) {
+    double *r[3], *c[3];
+    int64_t nr[3], nc[3];
+    wino_run(1, nonfinite, r, nr);
+    double w0 = lt_metric("WinogradConvs"), r0 = lt_metric("WinogradRedone");
+    wino_run(0, nonfinite, c, nc);
+    double runs = lt_metric("WinogradConvs") - w0, redone = lt_metric("WinogradRedone") - r0;
+    for (int i = 0; i < 3; i++) {
+        CHECK(nr[i] == nc[i]);
+        int64_t bad = 0, nf = 0;
+        double m = 1, e = 0;
+        for (int64_t j = 0; j < nr[i] && nr[i] == nc[i]; j++) {
+            double u = r[i][j], v = c[i][j];
+            nf += !isfinite(u);
+            if (isfinite(u) && fabs(u) > m) m = fabs(u);
+            if (!isfinite(u) || !isfinite(v)) bad += isnan(u) != isnan(v) || (isinf(u) && u != v);
+            else if (fabs(u - v) > e) e = fabs(u - v);
+        }
+        CHECK_MSG(bad == 0 && e <= 1e-4 * m, "output %d: %lld inf/NaN placed differently, max error %g of max %g",
+                  i, (long long)bad, e, m);
+        CHECK(nonfinite ? nf > 0 : nf == 0);
+        printf("  winograd%s output %d: error %.3g of max %.3g\n", nonfinite ? " (inf, NaN)" : "", i, e, m);
+        free(r[i]), free(c[i]);
+    }
+#ifdef LT_HAVE_DNNL
+    if (core_isa() == 2) { /* oneDNN's Winograd kernels are AVX-512 ones */
+        CHECK_MSG(runs >= 2, "%g Winograd runs (the forward and the data gradient take it here)", runs);
+        CHECK_MSG(nonfinite ? redone == runs : redone == 0, "%g of %g Winograd runs redone", redone, runs);
+    }
+#endif
+    (void)runs, (void)redone;
+}
+
+TEST(conv_winograd_matches_reference) { wino_case(0); }
+TEST(conv_winograd_nonfinite_redone_direct) { wino_case(1); }
+
 int main(void) {
     core_init();
     g_config.bn_stream_bytes = 0; /* every aligned float32 batch-norm output streams (bn_blocked.c) */
@@ -628,5 +698,7 @@ int main(void) {
     RUN(bn_relu_backward_blocked_matches_reference);
     RUN(conv_padding_taps_nonfinite_blocked);
     RUN(conv_wgrad_inf_where_only_padding_is_read);
+    RUN(conv_winograd_matches_reference);
+    RUN(conv_winograd_nonfinite_redone_direct);
     return h_report();
 }

@@ -31,6 +31,7 @@ void core_init_slow(void) {
     g_config.trace_kernels = (int)env_int("LT_TRACE_KERNELS", 0);
     g_config.bn_fuse = (int)env_int("LT_BN_FUSE", 2);
     g_config.wgrad_split = (int)env_int("LT_WGRAD_SPLIT", 1);
+    g_config.conv_winograd = (int)env_int("LT_CONV_WINOGRAD", 1);
     int64_t smb = env_int("LT_BN_STREAM_MB", 4);
     g_config.bn_stream_bytes = smb >= 0 && smb < 1 << 20 ? (size_t)smb << 20 : SIZE_MAX;
     g_config.adapt_threads = (int)env_int("LT_ADAPT_THREADS", 1);

@@ -171,6 +171,7 @@ typedef struct core_config {
     size_t bn_stream_bytes;   /* LT_BN_STREAM_MB: batch norm's float32 outputs this large are written with streaming stores (negative: never) */
     int bn_fuse;              /* LT_BN_FUSE: 0 runs batch norm's ReLU/add epilogue and prologue as separate kernels, 1 fuses them, 2 (default) also recomputes the backward's ReLU mask from x (A/B) */
     int wgrad_split;          /* LT_WGRAD_SPLIT: bfloat16 weight gradients split over the batch (dnnl.c) */
+    int conv_winograd;        /* LT_CONV_WINOGRAD: float32 3x3 convs may run oneDNN's Winograd kernels (dnnl.c) */
     int adapt_threads;        /* LT_ADAPT_THREADS (default 1): one thread fewer when that runs faster */
 } core_config;
 extern core_config g_config;

@@ -31,6 +31,8 @@
     X(FallbackOps, COUNTER)             \
     X(FewerThreadRuns, COUNTER)         \
     X(SplitWeightGrads, COUNTER)        \
+    X(WinogradConvs, COUNTER)           \
+    X(WinogradRedone, COUNTER)          \
     X(AutoSync, COUNTER)                \
     X(PeakBytes, GAUGE)                 \
     X(ArenaBytes, GAUGE)                \
