@@ -650,6 +650,10 @@ static int wino_run(int ref, int nonfinite, double **out, int64_t *len) {
 }
 
 static void wino_case(int nonfinite) {
+#ifndef LT_HAVE_DNNL
+    printf("  skipped: no oneDNN in this build, so no Winograd kernel to check\n");
+    return;
+#endif
     double *r[3], *c[3];
     int64_t nr[3], nc[3];
     wino_run(1, nonfinite, r, nr);
@@ -673,13 +677,10 @@ static void wino_case(int nonfinite) {
         printf("  winograd%s output %d: error %.3g of max %.3g\n", nonfinite ? " (inf, NaN)" : "", i, e, m);
         free(r[i]), free(c[i]);
     }
-#ifdef LT_HAVE_DNNL
     if (core_isa() == 2) { /* oneDNN's Winograd kernels are AVX-512 ones */
         CHECK_MSG(runs >= 2, "%g Winograd runs (the forward and the data gradient take it here)", runs);
         CHECK_MSG(nonfinite ? redone == runs : redone == 0, "%g of %g Winograd runs redone", redone, runs);
     }
-#endif
-    (void)runs, (void)redone;
 }
 
 TEST(conv_winograd_matches_reference) { wino_case(0); }
