@@ -27,17 +27,20 @@ static int fake_sample(const data_set *ds, int64_t i, uint8_t *px) {
     int fx = 1 + label % 4, fy = 1 + (label / 4) % 4; /* stripes per image */
     int ch = (label / 16) % ds->c;                    /* the channel that carries them */
     uint64_t r = data_hash(ds->fake_seed, (uint64_t)i, 0x5eed);
+    uint8_t xodd[4096]; /* (x fx / w) & 1, the stripe's column parity (hw <= 4096: data_fake_init) */
+    for (int x = 0; x < ds->w; x++) xodd[x] = (uint8_t)((x * fx / (ds->w > 1 ? ds->w : 1)) & 1);
     for (int c = 0; c < ds->c; c++)
-        for (int y = 0; y < ds->h; y++)
+        for (int y = 0; y < ds->h; y++) {
+            int row = ((y * fy / (ds->h > 1 ? ds->h : 1)) & 1) ^ (c != ch);
             for (int x = 0; x < ds->w; x++) {
                 /* xorshift within a sample: cheap, and the sample is still a pure function of i */
                 r ^= r << 13;
                 r ^= r >> 7;
                 r ^= r << 17;
                 int noise = (int)(r & 127);
-                int on = ((x * fx / (ds->w > 1 ? ds->w : 1) + y * fy / (ds->h > 1 ? ds->h : 1)) & 1) ^ (c != ch);
-                *px++ = (uint8_t)(noise + (on ? 112 : 16));
+                *px++ = (uint8_t)(noise + (xodd[x] ^ row ? 112 : 16));
             }
+        }
     return label;
 }
 
