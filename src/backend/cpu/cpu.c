@@ -42,7 +42,6 @@ static int debug_guards;
 void cpu_set_debug_guards(int on) { debug_guards = on; }
 static int force_fewer;
 void cpu_force_fewer_threads(int on) { force_fewer = on; }
-#define GUARD 64
 #define GUARD_BYTE 0xa5
 
 static int nthreads(void) {
@@ -397,6 +396,18 @@ static int guard_ok(const char *p) {
     return 1;
 }
 
+/* Arena slots share bytes over time (plan.c packs them by lifetime), so a
+ * temp slot's guard is written just before the kernel that defines it and
+ * checked after every kernel of its life, while no other slot may use it. */
+static void arena_guards(const plan *pl, int j, char *const *sp, const uint8_t *donated, int set) {
+    for (int s = 0; s < pl->nslots; s++) {
+        const slot *sl = &pl->slots[s];
+        if (sl->kind != SLOT_TEMP || donated[s] || sl->def > j || sl->last < j) continue;
+        if (set && sl->def == j) memset(sp[s] + sl->cap, GUARD_BYTE, GUARD);
+        if (!set && !guard_ok(sp[s] + sl->cap)) core_panic(__FILE__, __LINE__, "cpu backend wrote past the end of a buffer");
+    }
+}
+
 static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable, const double *scalars,
                    lt_buffer **outputs) {
     cpu_exe *e = pe;
@@ -425,8 +436,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
         if (sl->kind == SLOT_PARAM) {
             sp[s] = inputs[sl->param]->data;
         } else if (sl->kind == SLOT_TEMP) {
-            sp[s] = donate ? inputs[donor]->data : e->arena + sl->offset;
-            if (debug_guards && !donate) memset(sp[s] + sl->cap, GUARD_BYTE, GUARD);
+            sp[s] = donate ? inputs[donor]->data : e->arena + sl->offset; /* guarded in arena_guards */
         } else if (donate) {
             sb[s] = inputs[donor];
             buffer_retain(sb[s]);
@@ -464,7 +474,9 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     uint64_t t_run = prof_now_ns();
     for (int j = 0; j < e->nk; j++) {
         if (LT_UNLIKELY(e->cp.wait != NULL)) wait_before(e, j, sp);
+        if (LT_UNLIKELY(debug_guards)) arena_guards(pl, j, sp, donated, 1);
         run_kernel(e, &e->k[j], sp, scalars, rp, rp + e->maxread, scal, args);
+        if (LT_UNLIKELY(debug_guards)) arena_guards(pl, j, sp, donated, 0);
         if (LT_UNLIKELY(e->cp.wait != NULL) && dist_pending()) dist_progress(); /* MPI moves only inside MPI calls */
         /* Bad index data: stop (nothing was donated: sync.c), unless the
          * graph has collectives: the other ranks expect them, so they run. */
@@ -485,8 +497,7 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     if (debug_guards)
         for (int s = 0; s < pl->nslots; s++) {
             const slot *sl = &pl->slots[s];
-            size_t end = sl->kind == SLOT_TEMP ? sl->cap : sl->nbytes;
-            if (sl->kind != SLOT_PARAM && !donated[s] && !guard_ok(sp[s] + end))
+            if (sl->kind == SLOT_OUT && !donated[s] && !guard_ok(sp[s] + sl->nbytes))
                 core_panic(__FILE__, __LINE__, "cpu backend wrote past the end of a buffer");
         }
     for (int r = 0; r < g->nroots; r++) {

@@ -125,6 +125,7 @@ int cpu_layouts(const exec_graph *g, kernel *k, int nk, uint8_t *blk);
 /* ---- memory plan (plan.c) ---- */
 enum slot_kind { SLOT_TEMP, SLOT_OUT, SLOT_PARAM };
 
+#define GUARD 64 /* bytes after each temp slot for the debug guard (cpu.c); the plan leaves room */
 typedef struct slot {
     uint8_t kind;
     int32_t param;  /* SLOT_PARAM: its input; else -1 */

@@ -9,9 +9,54 @@
 static size_t value_bytes(const gnode *y) { return (size_t)y->numel * dtype_size((lt_dtype)y->dtype); }
 
 static const slot *g_sort_slots; /* qsort has no context argument in C11 */
-static int by_last(const void *a, const void *b) {
-    int32_t x = g_sort_slots[*(const int32_t *)a].last, y = g_sort_slots[*(const int32_t *)b].last;
-    return (x > y) - (x < y);
+static int by_size(const void *a, const void *b) { /* largest first, then by birth */
+    const slot *x = &g_sort_slots[*(const int32_t *)a], *y = &g_sort_slots[*(const int32_t *)b];
+    if (x->nbytes != y->nbytes) return x->nbytes < y->nbytes ? 1 : -1;
+    return (x->def > y->def) - (x->def < y->def);
+}
+
+/* Packs the temp slots into one arena by offsets, greedy by size (as
+ * TensorFlow Lite's arena planner): largest first, each at the lowest offset
+ * where it meets no placed slot that is live at the same time. Why: reusing
+ * whole blocks (a block as big as the largest slot ever put in it) left
+ * ResNet-50's arena 13% above the peak of live bytes (2934 MB against 2591,
+ * batch 32, 224): memory that is first touched, and zeroed by the kernel,
+ * on the first step. O(slots^2), a few ms for ResNet-50's ~3,000. */
+static int pack(plan *p) {
+    int nt = 0;
+    int32_t *order = core_malloc((size_t)(p->nslots ? p->nslots : 1) * 4);
+    int32_t *placed = core_malloc((size_t)(p->nslots ? p->nslots : 1) * 4); /* by offset */
+    if (!order || !placed) {
+        core_free(order);
+        core_free(placed);
+        return -1;
+    }
+    for (int si = 0; si < p->nslots; si++)
+        if (p->slots[si].kind == SLOT_TEMP) order[nt++] = si;
+    g_sort_slots = p->slots;
+    qsort(order, (size_t)nt, 4, by_size);
+    size_t top = 0;
+    for (int i = 0; i < nt; i++) {
+        slot *s = &p->slots[order[i]];
+        s->cap = (s->nbytes + 63) & ~(size_t)63;
+        size_t off = 0;
+        int at = 0; /* where s goes in `placed` */
+        for (int k = 0; k < i; k++) {
+            const slot *o = &p->slots[placed[k]];
+            if (o->offset >= off + s->cap + GUARD) break; /* the gap before o holds s */
+            if (o->def <= s->last && s->def <= o->last && o->offset + o->cap + GUARD > off)
+                off = o->offset + o->cap + GUARD;
+        }
+        s->offset = off;
+        while (at < i && p->slots[placed[at]].offset <= off) at++;
+        memmove(&placed[at + 1], &placed[at], (size_t)(i - at) * 4);
+        placed[at] = order[i];
+        if (off + s->cap + GUARD > top) top = off + s->cap + GUARD;
+    }
+    p->arena_bytes = top;
+    core_free(order);
+    core_free(placed);
+    return 0;
 }
 
 void cpu_plan_free(plan *p) {
@@ -92,83 +137,7 @@ int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p) {
         slot *s = &p->slots[p->slot_of[g->roots[r]]];
         if (s->kind == SLOT_TEMP) s->kind = SLOT_OUT;
     }
-    /* Pack temp slots: walk kernels, free blocks after their last use, best fit. */
-    {
-        int nblk = 0;
-        size_t *bsize = core_malloc((size_t)(p->nslots ? p->nslots : 1) * sizeof *bsize);
-        int32_t *bfree = core_malloc((size_t)(p->nslots ? p->nslots : 1) * 4);
-        int32_t *block_of = core_malloc((size_t)(p->nslots ? p->nslots : 1) * 4);
-        if (!bsize || !bfree || !block_of) {
-            core_free(bsize);
-            core_free(bfree);
-            core_free(block_of);
-            goto done;
-        }
-        /* Slots are created in kernel order, so their defs ascend; release
-         * in order of death, through a list sorted by `last`. */
-        int nt = 0;
-        for (int si = 0; si < p->nslots; si++) {
-            block_of[si] = -1;
-            if (p->slots[si].kind == SLOT_TEMP) bfree[nt++] = si; /* bfree doubles as the list until packing */
-        }
-        g_sort_slots = p->slots;
-        qsort(bfree, (size_t)nt, 4, by_last);
-        int32_t *dying = core_malloc((size_t)(nt ? nt : 1) * 4);
-        if (!dying) {
-            core_free(bsize);
-            core_free(bfree);
-            core_free(block_of);
-            goto done;
-        }
-        memcpy(dying, bfree, (size_t)nt * 4);
-        memset(bfree, 0, (size_t)(p->nslots ? p->nslots : 1) * 4);
-        int dnext = 0;
-        for (int si = 0; si < p->nslots; si++) {
-            slot *s = &p->slots[si];
-            if (s->kind != SLOT_TEMP) continue;
-            while (dnext < nt && p->slots[dying[dnext]].last < s->def) {
-                int32_t o = dying[dnext++];
-                if (block_of[o] >= 0) bfree[block_of[o]] = 1;
-            }
-            int best = -1;
-            for (int b = 0; b < nblk; b++)
-                if (bfree[b] && bsize[b] >= s->nbytes && (best < 0 || bsize[b] < bsize[best])) best = b;
-            if (best < 0)
-                for (int b = 0; b < nblk; b++)
-                    if (bfree[b] && (best < 0 || bsize[b] > bsize[best])) best = b;
-            if (best < 0) {
-                best = nblk++;
-                bsize[best] = 0;
-            }
-            if (bsize[best] < s->nbytes) bsize[best] = s->nbytes;
-            bfree[best] = 0;
-            block_of[si] = best;
-        }
-        core_free(dying);
-        size_t guard = 64, off = 0;
-        size_t *boff = core_malloc((size_t)(nblk ? nblk : 1) * sizeof *boff);
-        if (!boff) {
-            core_free(bsize);
-            core_free(bfree);
-            core_free(block_of);
-            goto done;
-        }
-        for (int b = 0; b < nblk; b++) {
-            bsize[b] = (bsize[b] + 63) & ~(size_t)63;
-            boff[b] = off;
-            off += bsize[b] + guard; /* room for the debug guard; 64 bytes a block is noise */
-        }
-        p->arena_bytes = off;
-        for (int si = 0; si < p->nslots; si++) {
-            if (p->slots[si].kind != SLOT_TEMP) continue;
-            p->slots[si].offset = boff[block_of[si]];
-            p->slots[si].cap = bsize[block_of[si]];
-        }
-        core_free(boff);
-        core_free(bsize);
-        core_free(bfree);
-        core_free(block_of);
-    }
+    if (pack(p)) goto done;
     rc = 0;
 done:
     core_free(lastuse);
