@@ -87,9 +87,9 @@ struct cpu_dnnl {
     int64_t M, K, O; /* D_LINEAR: (M, K) @ (O, K)^T */
     int bias;
     wpad wp;
-    /* A float32 conv on oneDNN's Winograd kernel (wino_shape, wino_exact): its output
-     * has out_elems floats; where any is not finite, exact (the same conv,
-     * direct) computes it again. */
+    /* A float32 conv on oneDNN's Winograd kernel (wino_shape, wino_exact):
+     * its output has out_elems floats; where any is not finite, exact (the
+     * same conv, direct) computes it again. */
     int wino;
     int64_t out_elems;
     cpu_dnnl *exact;
