@@ -94,17 +94,13 @@ static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, co
  * rounded to A: relu(t) <= 0 exactly where that is <= 0, NaN included). */
 static inline void BT(grad_at)(const A *ap, const A *bp, const A *op, const A *xp, const v16 *sc, const v16 *sh,
                                int64_t j, v16 *out) {
-    v16 g = LDV(ap + j * 16), o;
+    v16 g = LDV(ap + j * 16);
     if (bp) {
         g += LDV(bp + j * 16);
         RNDV(g);
     }
-    if (op) o = LDV(op + j * 16);
-    else {
-        o = LDV(xp + j * 16) * *sc + *sh;
-        RNDV(o);
-    }
-    *out = VSEL(o <= 0, (v16){0}, g);
+    vi16 off = op ? LDV(op + j * 16) <= 0 : LE0R(LDV(xp + j * 16) * *sc + *sh);
+    *out = VSEL(off, (v16){0}, g);
 }
 
 /* run_sums(g, x, 0, m2) with g = grad_at(a, b, out or x sc + sh), stored

@@ -7,6 +7,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#ifdef HAVE_ISA
+#include <immintrin.h> /* the AVX-512 bfloat16 loads and stores of blk_typed.h */
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #define THREAD_NUM() omp_get_thread_num()
