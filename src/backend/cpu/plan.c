@@ -21,8 +21,8 @@ static int by_size(const void *a, const void *b) { /* largest first, then by bir
  * whole blocks (a block as big as the largest slot ever put in it) left
  * ResNet-50's arena 13% above the peak of live bytes (2934 MB against 2591,
  * batch 32, 224): memory that is first touched, and zeroed by the kernel,
- * on the first step; packed, 2606 MB (0.6% above). O(slots^2), a few ms
- * for ResNet-50's ~3,000. */
+ * on the first step; packed, 2606 MB (0.6% above). O(slots^2): ResNet-50
+ * has 339 temp slots (fp32; 452 in bf16). */
 static int pack(plan *p) {
     int nt = 0;
     int32_t *order = core_malloc((size_t)(p->nslots ? p->nslots : 1) * 4);
