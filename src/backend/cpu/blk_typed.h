@@ -56,7 +56,8 @@ static inline void BF16_BITS(const v16 *f, vu16 *bits) {
 /* The bfloat16 bits of each lane of f, in the low half of the lane. */
 static inline __m512i BF16_R32(v16 f) {
     __m512i u = (__m512i)f, hi = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
     return _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), _mm512_cmp_ps_mask((__m512)f, (__m512)f, _CMP_UNORD_Q), hi,
                                 _mm512_set1_epi32(0x40));
 }

@@ -90,8 +90,9 @@ static void BT(run_dx)(const void *g, const void *x, void *d, const float *k, co
  * where(out <= 0, 0, a [+ b]), the add rounded to A as the tile
  * interpreter's ADD stores it, so the values are those of the unfused
  * kernels; a NaN out passes the gradient (NaN <= 0 is false), as there.
- * op NULL: out recomputed from x as run_apply computes it (t = x sc + sh,
- * rounded to A: relu(t) <= 0 exactly where that is <= 0, NaN included). */
+ * op NULL: out's mask recomputed from x as run_apply computes out (t = x sc
+ * + sh; relu(t) stored in A is <= 0 exactly where t rounded to A is, which
+ * LE0R tells without rounding; NaN included). */
 static inline void BT(grad_at)(const A *ap, const A *bp, const A *op, const A *xp, const v16 *sc, const v16 *sh,
                                int64_t j, v16 *out) {
     v16 g = LDV(ap + j * 16);
