@@ -321,6 +321,15 @@ lt_tensor *lt_layer_norm(lt_tensor *x, int nnorm, lt_tensor *weight, lt_tensor *
 lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p,
                                            double scale);
 
+/* ---- for front ends: the ops behind another framework's kernels ------------------ */
+/* The PyTorch device (python/_torch/) maps each aten kernel torch calls, the
+ * backward ones included, to one call here. New handles; arguments borrowed. */
+/* elementwise and activations */
+
+/* reductions, structure, matmul, indexing, softmax, losses */
+
+/* nn: convolution, normalization, pooling, dropout, random */
+
 /* ---- tensor files ----------------------------------------------------------------- */
 /* safetensors format; the write goes to PATH.tmp, is flushed and renamed. */
 int lt_save_safetensors(const char *path, int n, const char *const *names, lt_tensor *const *tensors);

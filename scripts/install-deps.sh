@@ -5,7 +5,6 @@
 # without them; the tests that need one say so and are skipped).
 #   install-deps.sh          what `make test` needs
 #   install-deps.sh fuzz     also clang and its sanitizer/fuzzer runtime
-#   install-deps.sh bench    also PyTorch (with OpenBLAS) for the comparisons
 set -e
 # core build and the Fashion-MNIST data
 PKGS="cmake gcc make pkg-config zlib1g-dev libdnnl-dev dataset-fashion-mnist"
@@ -14,6 +13,8 @@ PKGS="$PKGS libopenmpi-dev openmpi-bin"
 # the Python package (python/): Debian's CPython 3.11, NumPy, pytest; its
 # tests exchange tensors with PyTorch and load torchvision's state_dicts
 PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch python3-torchvision libopenblas0-pthread"
+# the PyTorch device (python/_torch/, a C++ extension): libtorch's headers
+PKGS="$PKGS libtorch-dev g++"
 # image folders (src/data): JPEG, PNG, and PIL as the decoding oracle
 PKGS="$PKGS libjpeg62-turbo-dev libspng-dev python3-pil"
 # the default text corpus (--data text)
@@ -22,7 +23,6 @@ PKGS="$PKGS fortunes"
 PKGS="$PKGS librsvg2-bin"
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
-bench) PKGS="$PKGS libtorch-dev" ;;
 esac
 missing=""
 for p in $PKGS; do
