@@ -6,11 +6,14 @@
  * guard, on purpose). */
 #define BN_FN(x) CAT3(x, ISA_SUF, )
 
-/* A run's two lane sums added to its channel block's: acc[i] += r0[i], acc[16 + i] += r1[i]. */
-static inline void BN_FN(add_lanes)(double *acc, v16 r0, v16 r1) {
+/* A run's two lane sums added to its channel block's: acc[i] += r0[i], acc[16 + i] += r1[i].
+ * By pointer: a 64-byte vector passed by value changes the ABI outside
+ * AVX-512, which GCC warns about (-Wpsabi) wherever the call is not inlined
+ * (a Debug build). */
+static inline void BN_FN(add_lanes)(double *acc, const v16 *r0, const v16 *r1) {
     float s0[16], s1[16];
-    memcpy(s0, &r0, sizeof s0);
-    memcpy(s1, &r1, sizeof s1);
+    memcpy(s0, r0, sizeof s0);
+    memcpy(s1, r1, sizeof s1);
     for (int i = 0; i < 16; i++) {
         acc[i] += s0[i];
         acc[16 + i] += s1[i];

@@ -12,7 +12,7 @@ static void BT(run_sums)(const void *a, const void *b, const float *m, const flo
         r0 += d;
         r1 += d * (LDV(bp + k * 16) - m2v);
     }
-    BN_FN(add_lanes)(acc, r0, r1);
+    BN_FN(add_lanes)(acc, &r0, &r1);
 }
 
 /* The moments of one run: mo[0] += its count, mo[1 + i] its mean and
@@ -118,7 +118,7 @@ static void BT(run_gsums)(const void *a, const void *b, const void *o, const voi
         r0 += g;
         r1 += g * (LDV(xp + k * 16) - m2v);
     }
-    BN_FN(add_lanes)(acc, r0, r1);
+    BN_FN(add_lanes)(acc, &r0, &r1);
 }
 
 /* run_dx with g = grad_at(a, b, out or x sc + sh). */
