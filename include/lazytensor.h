@@ -325,6 +325,38 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
 /* The PyTorch device (python/_torch/) maps each aten kernel torch calls, the
  * backward ones included, to one call here. New handles; arguments borrowed. */
 /* elementwise and activations */
+lt_tensor *lt_add_scaled(lt_tensor *a, lt_tensor *b, double alpha);  /* a + alpha b: add/sub with alpha */
+lt_tensor *lt_add_scaled_(lt_tensor *a, lt_tensor *b, double alpha); /* returns a */
+/* Integral scalars, as a Python int: an integer tensor keeps its dtype,
+ * bool gives int64; a floating tensor as lt_add_scalar ... lt_clamp.
+ * lt_clamp_int's bounds are integers or -INFINITY / INFINITY. */
+lt_tensor *lt_add_scalar_int(lt_tensor *a, int64_t s);
+lt_tensor *lt_mul_scalar_int(lt_tensor *a, int64_t s);
+lt_tensor *lt_pow_scalar_int(lt_tensor *a, int64_t exponent);  /* exponent >= 0 for an integer tensor */
+lt_tensor *lt_clamp_int(lt_tensor *a, double lo, double hi);
+/* a against a scalar, in a's dtype (the scalar cast to it as torch does;
+ * integer tensors compare exactly): LT_BOOL. */
+lt_tensor *lt_eq_scalar(lt_tensor *a, double s);
+lt_tensor *lt_ne_scalar(lt_tensor *a, double s);
+lt_tensor *lt_lt_scalar(lt_tensor *a, double s);
+lt_tensor *lt_le_scalar(lt_tensor *a, double s);
+lt_tensor *lt_gt_scalar(lt_tensor *a, double s);
+lt_tensor *lt_ge_scalar(lt_tensor *a, double s);
+lt_tensor *lt_masked_fill(lt_tensor *a, lt_tensor *mask, double value); /* mask LT_BOOL, broadcasts */
+lt_tensor *lt_sign(lt_tensor *a);                                       /* -1, 0, 1; 0 for NaN */
+lt_tensor *lt_silu(lt_tensor *a);                                       /* x sigmoid(x) */
+lt_tensor *lt_hardswish(lt_tensor *a);                                  /* x relu6(x + 3) / 6 */
+lt_tensor *lt_hardsigmoid(lt_tensor *a);                                /* relu6(x + 3) / 6 */
+/* The backward ops torch's autograd calls: g times the derivative at x
+ * (or, for sigmoid and tanh, at the forward's output). */
+lt_tensor *lt_silu_backward(lt_tensor *g, lt_tensor *x);
+lt_tensor *lt_hardswish_backward(lt_tensor *g, lt_tensor *x);
+lt_tensor *lt_hardsigmoid_backward(lt_tensor *g, lt_tensor *x);
+lt_tensor *lt_sigmoid_backward(lt_tensor *g, lt_tensor *out);
+lt_tensor *lt_tanh_backward(lt_tensor *g, lt_tensor *out);
+lt_tensor *lt_threshold_backward(lt_tensor *g, lt_tensor *x, double threshold); /* relu's: 0 where x <= threshold */
+lt_tensor *lt_hardtanh_backward(lt_tensor *g, lt_tensor *x, double lo, double hi); /* 0 where x <= lo or x >= hi */
+lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
 

@@ -233,6 +233,15 @@ F(f_layer_norm, lt_layer_norm(x[0], 1, x[1], x[2], 1e-5))
 F(f_layer_norm2, lt_layer_norm(x[0], 2, NULL, x[1], 1e-3))
 F(f_attn, lt_scaled_dot_product_attention(x[0], x[1], x[2], false, 0, 0))
 F(f_attn_causal, lt_scaled_dot_product_attention(x[0], x[1], x[2], true, 0, 0.7))
+/* The PyTorch device's elementwise family. */
+F(f_add_scaled, lt_add_scaled(x[0], x[1], -0.3))
+F(f_silu, lt_silu(x[0]))
+F(f_hardswish, lt_hardswish(x[0]))
+F(f_hardsigmoid, lt_hardsigmoid(x[0]))
+static lt_tensor *f_masked_fill(lt_tensor **x) { /* the mask broadcasts */
+    lt_tensor *m = lt_from_data((bool[]){true, false, true}, LT_BOOL, 1, (int64_t[]){3});
+    return free_ret(lt_masked_fill(x[0], m, 2.5), m, NULL);
+}
 static lt_tensor *f_attn_dropout(lt_tensor **x) {
     lt_manual_seed(7); /* the same mask at every evaluation */
     return lt_scaled_dot_product_attention(x[0], x[1], x[2], true, 0.3, 0);
@@ -321,6 +330,11 @@ static const gc_case cases[] = {
     {"erf", f_erf, 1, {2}, {{2, 3}}, -2, 2},
     {"gelu", f_gelu, 1, {2}, {{2, 3}}, -3, 3},
     {"gelu tanh", f_gelu_tanh, 1, {2}, {{2, 3}}, -3, 3},
+    {"add_scaled bcast", f_add_scaled, 2, {2, 1}, {{2, 3}, {3}}, -1, 1},
+    {"masked_fill bcast", f_masked_fill, 1, {2}, {{2, 3}}, -1, 1},
+    {"silu", f_silu, 1, {2}, {{2, 3}}, -3, 3},
+    {"hardswish", f_hardswish, 1, {2}, {{2, 3}}, -2.5, 2.5},
+    {"hardsigmoid", f_hardsigmoid, 1, {2}, {{2, 3}}, -2.5, 2.5},
     {"layer_norm", f_layer_norm, 3, {3, 1, 1}, {{2, 2, 5}, {5}, {5}}, -1, 1},
     {"layer_norm 2 dims", f_layer_norm2, 2, {3, 2}, {{2, 2, 3}, {2, 3}}, -1, 1},
     {"attention", f_attn, 3, {3, 3, 3}, {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}, -1, 1},

@@ -186,6 +186,29 @@ static lt_tensor *make_elem(void *p) {
     case LT_OP_ERF: return lt_erf(x[0]);
     case LT_OP_GELU: return lt_gelu(x[0], e->sc[0] != 0);
     case LT_OP_GELU_BWD: return nn_gelu_backward(x[0], x[1], e->sc[0] != 0);
+    case LT_OP_ADD_SCALED: return lt_add_scaled(x[0], x[1], e->sc[0]);
+    case LT_OP_EQ_SCALAR: return lt_eq_scalar(x[0], e->sc[0]);
+    case LT_OP_NE_SCALAR: return lt_ne_scalar(x[0], e->sc[0]);
+    case LT_OP_LT_SCALAR: return lt_lt_scalar(x[0], e->sc[0]);
+    case LT_OP_LE_SCALAR: return lt_le_scalar(x[0], e->sc[0]);
+    case LT_OP_GT_SCALAR: return lt_gt_scalar(x[0], e->sc[0]);
+    case LT_OP_GE_SCALAR: return lt_ge_scalar(x[0], e->sc[0]);
+    case LT_OP_MASKED_FILL: {
+        lt_tensor *m = lt_to_dtype(x[1], LT_BOOL), *r = lt_masked_fill(x[0], m, e->sc[0]);
+        lt_free(m);
+        return r;
+    }
+    case LT_OP_SIGN: return lt_sign(x[0]);
+    case LT_OP_SILU: return lt_silu(x[0]);
+    case LT_OP_SILU_BWD: return lt_silu_backward(x[0], x[1]);
+    case LT_OP_HARDSWISH: return lt_hardswish(x[0]);
+    case LT_OP_HARDSWISH_BWD: return lt_hardswish_backward(x[0], x[1]);
+    case LT_OP_HARDSIGMOID: return lt_hardsigmoid(x[0]);
+    case LT_OP_HARDSIGMOID_BWD: return lt_hardsigmoid_backward(x[0], x[1]);
+    case LT_OP_THRESHOLD_BWD: return lt_threshold_backward(x[0], x[1], e->sc[0]);
+    case LT_OP_HARDTANH_BWD: return lt_hardtanh_backward(x[0], x[1], e->sc[0], e->sc[1]);
+    case LT_OP_SIGMOID_BWD: return lt_sigmoid_backward(x[0], x[1]);
+    case LT_OP_TANH_BWD: return lt_tanh_backward(x[0], x[1]);
     default: return NULL;
     }
 }
@@ -241,7 +264,7 @@ static void elementwise_op(int op) {
         if (op == LT_OP_CLAMP && rint_(4) == 0) e.sc[0] = -INFINITY;
         int tr = op == LT_OP_EXP || op == LT_OP_LOG || op == LT_OP_POW || op == LT_OP_POW_SCALAR ||
                  op == LT_OP_TANH || op == LT_OP_SIGMOID || op == LT_OP_ERF || op == LT_OP_GELU ||
-                 op == LT_OP_GELU_BWD;
+                 op == LT_OP_GELU_BWD || op == LT_OP_SILU || op == LT_OP_SILU_BWD;
         snprintf(what, sizeof what, "%s trial %d", g_ops[op].name, trial);
         differential(what, op, make_elem, &e, tr ? 2e-5 : 2e-6);
         for (int j = 0; j < 6; j++) lt_free(hold[j]);

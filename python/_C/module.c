@@ -253,6 +253,22 @@ static PyObject *f_grad_enabled(PyObject *m, PyObject *u) {
     return PyBool_FromLong(lt_grad_enabled());
 }
 
+/* The exchange with the PyTorch device (lazytensor.torch.to_lt / from_lt):
+ * a handle's address, borrowed, and a tensor made from a NEW handle. Both
+ * extensions call the same liblazytensor, so an address means the same
+ * handle to both. */
+static PyObject *f_handle(PyObject *m, PyObject *t) {
+    (void)m;
+    if (!ltpy_is_tensor(t)) return PyErr_Format(PyExc_TypeError, "_handle: expected a lazytensor.Tensor");
+    return PyLong_FromVoidPtr(ltpy_h(t));
+}
+static PyObject *f_wrap_handle(PyObject *m, PyObject *addr) {
+    (void)m;
+    lt_tensor *h = PyLong_AsVoidPtr(addr);
+    if (!h) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "_wrap_handle: a NULL handle");
+    return ltpy_wrap(h);
+}
+
 #define F(name, fn, flags) {name, (PyCFunction)(void (*)(void))fn, flags, NULL}
 PyMethodDef ltpy_module_methods[] = {
     F("zeros", f_zeros, METH_FASTCALL), F("ones", f_ones, METH_FASTCALL), F("rand", f_rand, METH_FASTCALL),
@@ -264,6 +280,7 @@ PyMethodDef ltpy_module_methods[] = {
     F("metrics_reset", f_metrics_reset, METH_NOARGS), F("_no_grad_begin", f_no_grad_begin, METH_NOARGS),
     F("_no_grad_end", f_no_grad_end, METH_NOARGS), F("is_grad_enabled", f_grad_enabled, METH_NOARGS),
     F("from_dlpack", ltpy_from_dlpack, METH_O), F("_live_tensors", f_live_tensors, METH_NOARGS),
+    F("_handle", f_handle, METH_O), F("_wrap_handle", f_wrap_handle, METH_O),
     {NULL, NULL, 0, NULL},
 };
 

@@ -49,4 +49,15 @@ PYBIND11_MODULE(_bridge, m) {
     });
     m.def("fallback_counts", &fallback_counts);
     m.def("manual_seed", [](uint64_t seed) { lt_manual_seed(seed); });
+    // lazytensor.Tensor <-> torch tensor without a copy: each side gets a
+    // new handle aliasing the other's storage (lt_detach), so writes through
+    // either are seen by both.
+    m.def("_to_lt_handle", [](const at::Tensor &t) {
+        Val v(t, "to_lt");
+        return (uintptr_t)check(lt_detach(v), "to_lt");
+    });
+    m.def("_from_lt_handle", [](uintptr_t h) {
+        TORCH_CHECK(h, "lazytensor: from_lt: a NULL handle");
+        return wrap(lt_detach(reinterpret_cast<lt_tensor *>(h)), "from_lt");
+    });
 }

@@ -46,8 +46,13 @@ static inline int api_check(const char *fn, const char *arg, const lt_tensor *t)
 
 /* Elementwise core shared by out-of-place and in-place forms: checks,
  * broadcasting, promotion; one node; a new handle, or `inplace` rebound. */
-lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
-                           lt_tensor *inplace);
+lt_tensor *api_elementwise_as(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
+                              lt_tensor *inplace, int integral);
+/* integral: the scalars are integers (lt_add_scalar_int ...): an integer tensor keeps its dtype. */
+static inline lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc,
+                                         const double *sc, lt_tensor *inplace) {
+    return api_elementwise_as(fn, op, nin, in, nsc, sc, inplace, 0);
+}
 
 /* Autocast (autocast.c). g_autocast: inside a bfloat16 region. Operands
  * of dtype `from` among in[n] are replaced by new CAST handles to `to`,

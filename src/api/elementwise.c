@@ -2,8 +2,13 @@
 #include "api.h"
 
 static const char *arg_name(int op, int i) {
-    static const char *ab[] = {"a", "b", "c"}, *w[] = {"cond", "a", "b"}, *t[] = {"a", "t1", "t2"};
+    static const char *ab[] = {"a", "b", "c"}, *w[] = {"cond", "a", "b"}, *t[] = {"a", "t1", "t2"},
+                      *m[] = {"a", "mask"}, *gx[] = {"grad", "x"}, *gy[] = {"grad", "out"};
     if (op == LT_OP_WHERE) return w[i];
+    if (op == LT_OP_MASKED_FILL) return m[i];
+    if (op == LT_OP_SIGMOID_BWD || op == LT_OP_TANH_BWD) return gy[i];
+    if (op >= LT_OP_SILU_BWD && op <= LT_OP_HARDTANH_BWD && op != LT_OP_HARDSWISH && op != LT_OP_HARDSIGMOID)
+        return gx[i];
     if (op == LT_OP_ADDCMUL || op == LT_OP_ADDCDIV) return t[i];
     return ab[i];
 }
@@ -17,6 +22,11 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
             return err_set(LT_ERR_DTYPE, "%s: arguments 'a' (%s) and 'b' (%s) must share one floating dtype", fn,
                            dtype_name(d0), dtype_name((lt_dtype)in[1]->dtype)),
                    -1;
+        break;
+    case LT_OP_MASKED_FILL:
+        if (in[1]->dtype != LT_BOOL)
+            return err_set(LT_ERR_DTYPE, "%s: argument 'mask' must be bool, got %s", fn,
+                           dtype_name((lt_dtype)in[1]->dtype)), -1;
         break;
     case LT_OP_WHERE:
         if (d0 != LT_BOOL)
@@ -50,7 +60,9 @@ static int check_bool(const char *fn, int op) {
     }
 }
 
-static int is_comparison(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
+static int is_comparison(int op) {
+    return (op >= LT_OP_EQ && op <= LT_OP_GE) || (op >= LT_OP_EQ_SCALAR && op <= LT_OP_GE_SCALAR);
+}
 
 /* PyTorch's assert_no_partial_overlap (func_partial_overlap). Cold path. */
 static void *partial_overlap(const char *fn, const char *arg, const lt_tensor *src, const char *dst_arg,
@@ -63,13 +75,13 @@ static void *partial_overlap(const char *fn, const char *arg, const lt_tensor *s
                    dst_arg, (long long)dst->offset, SHAPE_STR(dst->ndim, dst->shape), SHAPE_STR(dst->ndim, dst->strides));
 }
 
-lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
-                           lt_tensor *inplace) {
+lt_tensor *api_elementwise_as(const char *fn, int op, int nin, lt_tensor *const *in, int nsc, const double *sc,
+                              lt_tensor *inplace, int integral) {
     API_ENTER();
     for (int i = 0; i < nin; i++)
         if (LT_UNLIKELY(api_check(fn, arg_name(op, i), in[i]))) return NULL;
     /* Ops with dtype rules beyond promotion; lerp's common case is checked inline. */
-    if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_ADDCDIV ||
+    if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_ADDCDIV || op == LT_OP_MASKED_FILL ||
                     (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
@@ -106,6 +118,8 @@ lt_tensor *api_elementwise(const char *fn, int op, int nin, lt_tensor *const *in
     }
     lt_dtype cd = ir_compute_dtype(op, nin, dts, zmask);
     if (LT_UNLIKELY(cd == LT_BOOL) && check_bool(fn, op)) return NULL;
+    /* An integral scalar keeps an integer tensor's dtype (bool: int64), as torch's int Python scalars. */
+    if (LT_UNLIKELY(integral) && !dtype_is_float(dts[0])) cd = dts[0] == LT_BOOL ? LT_I64 : dts[0];
     lt_dtype od = is_comparison(op) ? LT_BOOL : cd;
     if (inplace) {
         if (LT_UNLIKELY(!shape_eq(nd, shape, inplace->ndim, inplace->shape)))

@@ -132,6 +132,15 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(2))
             gi[2] = lt_mul(K(lt_neg(g)), K(lt_div(K(lt_mul_scalar(SAVED(1), s)), K(lt_mul(SAVED(2), SAVED(2))))));
         break;
+    /* The PyTorch device's family: each backward is its one *_BWD node. */
+    case LT_OP_ADD_SCALED:
+        if (NEED(0)) gi[0] = ag_same(g);
+        if (NEED(1)) gi[1] = lt_mul_scalar(g, s);
+        break;
+    case LT_OP_MASKED_FILL: gi[0] = lt_masked_fill(g, SAVED(1), 0.0); break;
+    case LT_OP_SILU: gi[0] = lt_silu_backward(g, SAVED(0)); break;
+    case LT_OP_HARDSWISH: gi[0] = lt_hardswish_backward(g, SAVED(0)); break;
+    case LT_OP_HARDSIGMOID: gi[0] = lt_hardsigmoid_backward(g, SAVED(0)); break;
     default: LT_ASSERT(0 && "not an elementwise GRAD op");
     }
     return 0;
@@ -145,7 +154,8 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_POW: case LT_OP_ADD_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_POW_SCALAR: case LT_OP_CLAMP:
     case LT_OP_NEG: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS:
     case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
-    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV:
+    case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ADD_SCALED: case LT_OP_MASKED_FILL: case LT_OP_SILU:
+    case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID:
         return ag_bw_elementwise(f, g, gi);
     case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: return ag_bw_reduce(f, g, gi);
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: return ag_bw_softmax(f, g, gi);
@@ -169,6 +179,10 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_NLL_LOSS_BWD: case LT_OP_CROSS_ENTROPY_BWD: case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD:
     case LT_OP_AS_STRIDED_BACKWARD: case LT_OP_GELU_BWD: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS:
     case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
+    case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR: case LT_OP_GT_SCALAR:
+    case LT_OP_GE_SCALAR: case LT_OP_SIGN: case LT_OP_SILU_BWD: case LT_OP_HARDSWISH_BWD:
+    case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
+    case LT_OP_TANH_BWD:
     case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST:
         break;
     }

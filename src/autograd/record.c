@@ -20,8 +20,9 @@ static unsigned saves(int op, unsigned need, const int64_t *ia) {
     case LT_OP_MAXIMUM: case LT_OP_MINIMUM: return 3u;
     case LT_OP_POW: return 3u | (need & 2 ? 8u : 0);
     case LT_OP_POW_SCALAR: case LT_OP_CLAMP: case LT_OP_LOG: case LT_OP_ABS: case LT_OP_WHERE: case LT_OP_ERF:
-    case LT_OP_GELU:
+    case LT_OP_GELU: case LT_OP_SILU: case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID:
         return 1u;
+    case LT_OP_MASKED_FILL: return 2u; /* the mask */
     case LT_OP_LAYER_NORM: return 1u | (ia[1] ? 2u : 0); /* x, the weight */
     case LT_OP_ATTENTION: return 15u;                    /* q, k, v, the output */
     case LT_OP_MAX: case LT_OP_MIN: return 9u;

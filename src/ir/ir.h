@@ -94,3 +94,10 @@ void ir_print_node(FILE *f, const ir_node *n);
  * type promotion and every backend's kernels. zmask: bit i set where
  * operand i is 0-d (PyTorch's dimension categories, dtype_result). */
 lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in, unsigned zmask);
+/* An ADD_SCALAR, MUL_SCALAR, POW_SCALAR or CLAMP node of an integer dtype
+ * had integral scalars (lt_add_scalar_int ...): it computes in that dtype,
+ * as torch keeps an integer tensor's dtype for an integer Python scalar. */
+static inline int ir_integral_scalar(int op, lt_dtype node_dtype) {
+    return (op == LT_OP_ADD_SCALAR || op == LT_OP_MUL_SCALAR || op == LT_OP_POW_SCALAR || op == LT_OP_CLAMP) &&
+           !dtype_is_float(node_dtype);
+}

@@ -111,6 +111,19 @@ lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in, unsigned zmask) {
     case LT_OP_ERF: case LT_OP_GELU:
         return dtype_is_float(p) ? p : LT_F32;
     case LT_OP_GELU_BWD: p = dtype_promote(in[0], in[1]); return dtype_is_float(p) ? p : LT_F32;
+    /* The PyTorch device's elementwise family: activations as GELU; their
+     * backward ops promote (g, x) as torch's TensorIterator does. */
+    case LT_OP_SILU: case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID: return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_SILU_BWD: case LT_OP_HARDSWISH_BWD: case LT_OP_HARDSIGMOID_BWD: case LT_OP_SIGMOID_BWD:
+    case LT_OP_TANH_BWD:
+        p = dtype_result(2, in, zmask);
+        return dtype_is_float(p) ? p : LT_F32;
+    case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: return dtype_result(2, in, zmask); /* selections: integers too */
+    case LT_OP_ADD_SCALED: return dtype_result(2, in, zmask); /* alpha is cast to the result type, as torch's */
+    /* The scalar is compared in the tensor's dtype; MASKED_FILL's value is cast to a's dtype. */
+    case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR: case LT_OP_GT_SCALAR:
+    case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN:
+        return p;
     case LT_OP_ADD: case LT_OP_SUB: case LT_OP_MUL: case LT_OP_MAXIMUM: case LT_OP_MINIMUM: case LT_OP_POW:
     case LT_OP_EQ: case LT_OP_NE: case LT_OP_LT: case LT_OP_LE: case LT_OP_GT: case LT_OP_GE:
         return dtype_result(2, in, zmask);

@@ -70,6 +70,21 @@ def manual_seed(seed):
     _bridge.manual_seed(int(seed))
 
 
+def to_lt(tensor):
+    """A lazytensor.Tensor sharing the device tensor's storage (no copy)."""
+    if not isinstance(tensor, _torch.Tensor) or tensor.device != _DEVICE:
+        raise TypeError(f"lazytensor.torch.to_lt: expected a torch tensor on {_DEVICE}, got "
+                        f"{tensor.device if isinstance(tensor, _torch.Tensor) else type(tensor).__name__}")
+    return _lt._C._wrap_handle(_bridge._to_lt_handle(tensor))
+
+
+def from_lt(tensor):
+    """A torch tensor on the device sharing the lazytensor.Tensor's storage (no copy)."""
+    if not isinstance(tensor, _lt.Tensor):
+        raise TypeError(f"lazytensor.torch.from_lt: expected a lazytensor.Tensor, got {type(tensor).__name__}")
+    return _bridge._from_lt_handle(_lt._C._handle(tensor))
+
+
 # torch.manual_seed(n) seeds the device too, as it seeds CUDA's generators.
 _torch_manual_seed = _torch.manual_seed
 
@@ -80,3 +95,17 @@ def _manual_seed_all(seed):
 
 
 _torch.manual_seed = _manual_seed_all
+
+
+# torch.save of a device tensor saves CPU data (torch 1.13 pickles only the
+# storages of devices it knows; ours is read back as a CPU copy instead).
+_torch_reduce_ex = _torch.Tensor.__reduce_ex__
+
+
+def _reduce_ex(self, proto):
+    if self.device.type == _DEVICE.type:
+        return self.detach().cpu().requires_grad_(self.requires_grad).__reduce_ex__(proto)
+    return _torch_reduce_ex(self, proto)
+
+
+_torch.Tensor.__reduce_ex__ = _reduce_ex

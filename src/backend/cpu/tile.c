@@ -24,6 +24,11 @@ static int tile_op(int op) {
     case LT_OP_NEG: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS:
     case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
     case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ERF: case LT_OP_GELU: case LT_OP_GELU_BWD:
+    case LT_OP_ADD_SCALED: case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR:
+    case LT_OP_GT_SCALAR: case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN: case LT_OP_SILU:
+    case LT_OP_SILU_BWD: case LT_OP_HARDSWISH: case LT_OP_HARDSWISH_BWD: case LT_OP_HARDSIGMOID:
+    case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
+    case LT_OP_TANH_BWD:
         return 1;
     default:
         return 0;
@@ -56,6 +61,11 @@ int tile_member_type(const exec_graph *g, const gnode *y) {
     }
     lt_dtype cd = ir_compute_dtype(y->op, y->nin, dts, zmask);
     if (!dtype_is_float(cd) || (d != cd && d != LT_BOOL)) return -1;
+    /* A bfloat16 comparison rounds a wider operand (or its scalar) to
+     * bfloat16 first; float registers would compare it unrounded. */
+    if (LT_UNLIKELY(cd == LT_BF16) && d == LT_BOOL &&
+        (y->op >= LT_OP_EQ_SCALAR || dts[0] != LT_BF16 || (y->nin > 1 && dts[1] != LT_BF16)))
+        return -1;
     return reg_type(cd);
 }
 

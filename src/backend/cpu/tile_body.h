@@ -190,6 +190,27 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             else if (ds0 != 0) LOOP(X * gf_gelu_grad_tanh((float)Y));
             else LOOP(X * gf_gelu_grad_erf((float)Y));
             break;
+        /* The PyTorch device's family: the reference's formulas; the
+         * selections and comparisons are exact in T, the rest in double. */
+        case LT_OP_ADD_SCALED: LOOP(DX + ds0 * DY); break;
+        case LT_OP_EQ_SCALAR: LOOP(X == s0); break;
+        case LT_OP_NE_SCALAR: LOOP(X != s0); break;
+        case LT_OP_LT_SCALAR: LOOP(X < s0); break;
+        case LT_OP_LE_SCALAR: LOOP(X <= s0); break;
+        case LT_OP_GT_SCALAR: LOOP(X > s0); break;
+        case LT_OP_GE_SCALAR: LOOP(X >= s0); break;
+        case LT_OP_MASKED_FILL: LOOP(Y != (T)0 ? s0 : X); break;
+        case LT_OP_SIGN: LOOP((T)((X > 0) - (X < 0))); break;
+        case LT_OP_SILU: LOOP(DX / (1.0 + exp(-DX))); break;
+        case LT_OP_SILU_BWD: LOOP(DX * (1.0 / (1.0 + exp(-DY))) * (1.0 + DY * (1.0 - 1.0 / (1.0 + exp(-DY))))); break;
+        case LT_OP_HARDSWISH: LOOP(DX * fmin(fmax(DX + 3.0, 0.0), 6.0) / 6.0); break;
+        case LT_OP_HARDSWISH_BWD: LOOP(DY < -3.0 ? 0.0 : DY <= 3.0 ? DX * (DY / 3.0 + 0.5) : DX); break;
+        case LT_OP_HARDSIGMOID: LOOP(fmin(fmax(DX + 3.0, 0.0), 6.0) / 6.0); break;
+        case LT_OP_HARDSIGMOID_BWD: LOOP(DY > -3.0 && DY < 3.0 ? DX / 6.0 : 0.0); break;
+        case LT_OP_THRESHOLD_BWD: LOOP(Y <= s0 ? (T)0 : X); break; /* the bounds in T, as torch's */
+        case LT_OP_HARDTANH_BWD: LOOP(Y <= s0 || Y >= s1 ? (T)0 : X); break;
+        case LT_OP_SIGMOID_BWD: LOOP(DX * (1.0 - DY) * DY); break;
+        case LT_OP_TANH_BWD: LOOP(DX * (1.0 - DY * DY)); break;
         case LT_OP_CAST:
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);

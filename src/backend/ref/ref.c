@@ -96,6 +96,11 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS: case LT_OP_RELU:
     case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
     case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ERF: case LT_OP_GELU: case LT_OP_GELU_BWD:
+    case LT_OP_ADD_SCALED: case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR:
+    case LT_OP_GT_SCALAR: case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN: case LT_OP_SILU:
+    case LT_OP_SILU_BWD: case LT_OP_HARDSWISH: case LT_OP_HARDSWISH_BWD: case LT_OP_HARDSIGMOID:
+    case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
+    case LT_OP_TANH_BWD:
         ref_elementwise(y, in, sc, out);
         break;
     case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_ARGMAX: case LT_OP_ARGMIN:

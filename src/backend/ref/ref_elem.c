@@ -2,7 +2,13 @@
  * math in double (float dtypes) or int64 (integer and bool dtypes). */
 #include "ref.h"
 
-/* single: the compute dtype is float32 or bfloat16 (where the double
+/* A scalar compared with a float32 / bfloat16 tensor is first cast to the
+ * tensor's dtype (torch wraps it as a 0-d tensor of that type). */
+static double ref_scalar_in(double s, int single) {
+    return single == 2 ? (double)bf16_to_f32(bf16_from_f32((float)s)) : single ? (double)(float)s : s;
+}
+
+/* single: the compute dtype is float32 (1) or bfloat16 (2) (where the double
  * result would not overflow as float math does). */
 static double f_apply(int op, const double *x, const double *s, int single) {
     double a = x[0], b = x[1];
@@ -41,6 +47,29 @@ static double f_apply(int op, const double *x, const double *s, int single) {
     case LT_OP_ERF: return erf(a);
     case LT_OP_GELU: return ref_gelu(a, s[0] != 0);
     case LT_OP_GELU_BWD: return a * ref_gelu_grad(b, s[0] != 0, single); /* (g, x) */
+    /* The PyTorch device's family: torch's CPU formulas. */
+    case LT_OP_ADD_SCALED: return a + s[0] * b;
+    case LT_OP_EQ_SCALAR: return a == ref_scalar_in(s[0], single);
+    case LT_OP_NE_SCALAR: return a != ref_scalar_in(s[0], single);
+    case LT_OP_LT_SCALAR: return a < ref_scalar_in(s[0], single);
+    case LT_OP_LE_SCALAR: return a <= ref_scalar_in(s[0], single);
+    case LT_OP_GT_SCALAR: return a > ref_scalar_in(s[0], single);
+    case LT_OP_GE_SCALAR: return a >= ref_scalar_in(s[0], single);
+    case LT_OP_MASKED_FILL: return b != 0 ? s[0] : a;
+    case LT_OP_SIGN: return (double)((0 < a) - (a < 0)); /* torch's: 0 for NaN and -0 */
+    case LT_OP_SILU: return a / (1.0 + exp(-a));
+    case LT_OP_SILU_BWD: { /* (g, x) */
+        double sg = 1.0 / (1.0 + exp(-b));
+        return a * sg * (1.0 + b * (1.0 - sg));
+    }
+    case LT_OP_HARDSWISH: return a * fmin(fmax(a + 3.0, 0.0), 6.0) / 6.0;
+    case LT_OP_HARDSWISH_BWD: return b < -3.0 ? 0.0 : b <= 3.0 ? a * (b / 3.0 + 0.5) : a;
+    case LT_OP_HARDSIGMOID: return fmin(fmax(a + 3.0, 0.0), 6.0) / 6.0;
+    case LT_OP_HARDSIGMOID_BWD: return b > -3.0 && b < 3.0 ? a / 6.0 : 0.0;
+    case LT_OP_THRESHOLD_BWD: return b <= ref_scalar_in(s[0], single) ? 0.0 : a;
+    case LT_OP_HARDTANH_BWD: return b <= ref_scalar_in(s[0], single) || b >= ref_scalar_in(s[1], single) ? 0.0 : a;
+    case LT_OP_SIGMOID_BWD: return a * (1.0 - b) * b;
+    case LT_OP_TANH_BWD: return a * (1.0 - b * b);
     case LT_OP_CAST: return a;
     case LT_OP_LERP: /* PyTorch's two-sided formula */
         return s[0] < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
@@ -86,6 +115,26 @@ static int64_t i_apply(int op, const int64_t *x, const double *s) {
     case LT_OP_RELU: return a > 0 ? a : 0;
     case LT_OP_CAST: return a;
     case LT_OP_WHERE: return x[0] ? x[1] : x[2];
+    /* Integral scalars (lt_add_scalar_int ...: the node's dtype is an integer type). */
+    case LT_OP_ADD_SCALAR: return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0]);
+    case LT_OP_MUL_SCALAR: return (int64_t)((uint64_t)a * (uint64_t)(int64_t)s[0]);
+    case LT_OP_POW_SCALAR: return ipow(a, (int64_t)s[0]);
+    case LT_OP_CLAMP: /* as torch.clamp: lower bound first, then upper */
+        if (s[0] == s[0] && (double)a < s[0]) a = (int64_t)s[0];
+        if (s[1] == s[1] && (double)a > s[1]) a = (int64_t)s[1];
+        return a;
+    /* The PyTorch device's family. The scalar comparisons are exact (in double). */
+    case LT_OP_ADD_SCALED: return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0] * (uint64_t)b);
+    case LT_OP_EQ_SCALAR: return (double)a == s[0];
+    case LT_OP_NE_SCALAR: return (double)a != s[0];
+    case LT_OP_LT_SCALAR: return (double)a < s[0];
+    case LT_OP_LE_SCALAR: return (double)a <= s[0];
+    case LT_OP_GT_SCALAR: return (double)a > s[0];
+    case LT_OP_GE_SCALAR: return (double)a >= s[0];
+    case LT_OP_MASKED_FILL: return b ? (int64_t)s[0] : a;
+    case LT_OP_SIGN: return (a > 0) - (a < 0);
+    case LT_OP_THRESHOLD_BWD: return (double)b <= s[0] ? 0 : a;
+    case LT_OP_HARDTANH_BWD: return (double)b <= s[0] || (double)b >= s[1] ? 0 : a;
     case LT_OP_ADDCMUL: /* PyTorch truncates value to the integer type first */
         return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0] * (uint64_t)b * (uint64_t)x[2]);
     default: /* float-only ops never take the integer path */
@@ -124,6 +173,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
         }
     }
     lt_dtype cd = ir_compute_dtype(y->op, nin, dts, zmask);
+    if (ir_integral_scalar(y->op, (lt_dtype)y->dtype)) cd = (lt_dtype)y->dtype;
     if (y->op == LT_OP_WHERE) dts[0] = LT_BOOL;
     int fl = dtype_is_float(cd);
     int64_t idx[LT_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
@@ -131,7 +181,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
         if (fl) {
             double x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = in_compute(ld_f(in[j].data, in[j].dtype, off[j]), in[j].dtype, cd);
-            st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc, cd == LT_F32 || cd == LT_BF16));
+            st_f(out, (lt_dtype)y->dtype, i, f_apply(y->op, x, sc, cd == LT_F32 ? 1 : cd == LT_BF16 ? 2 : 0));
         } else {
             int64_t x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = ld_i(in[j].data, in[j].dtype, off[j]);

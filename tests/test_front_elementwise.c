@@ -1,0 +1,139 @@
+/* The elementwise ops for front ends (lt_add_scaled, the integral-scalar
+ * forms, scalar comparisons, masked_fill, sign, silu / hardswish /
+ * hardsigmoid and the backward ops torch's autograd calls): values and
+ * dtypes as PyTorch 1.13's CPU kernels give them, and their errors. The
+ * cpu backend is compared with the reference in test_cpu_vs_ref, the
+ * gradients in test_autograd. */
+#include "lib/harness.h"
+
+static lt_tensor *i64v(int n, const int64_t *v) { return lt_from_data(v, LT_I64, 1, (int64_t[]){n}); }
+static lt_tensor *f64v(int n, const double *v) { return lt_from_data(v, LT_F64, 1, (int64_t[]){n}); }
+
+TEST(add_scaled) {
+    lt_tensor *a = f64v(3, (double[]){1, 2, 3}), *b = f64v(3, (double[]){10, 20, 30});
+    lt_tensor *r = lt_add_scaled(a, b, -0.5);
+    EXPECT_VALUES(r, 0, -4, -8, -12);
+    CHECK(lt_add_scaled_(a, b, 2) == a);
+    EXPECT_VALUES(a, 0, 21, 42, 63);
+    lt_tensor *i = i64v(2, (int64_t[]){5, 7}), *j = i64v(2, (int64_t[]){1, 2});
+    lt_tensor *ri = lt_add_scaled(i, j, -3); /* integers stay integers */
+    CHECK(lt_dtype_of(ri) == LT_I64);
+    EXPECT_VALUES(ri, 0, 2, 1);
+    lt_tensor *f2 = f64v(2, (double[]){1, 2});
+    CHECK(!lt_add_scaled_(i, f2, 1)); /* float into an integer tensor */
+    lt_free(f2);
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_free(r);
+    lt_free(ri);
+    lt_free(a);
+    lt_free(b);
+    lt_free(i);
+    lt_free(j);
+}
+
+TEST(integral_scalars_keep_integer_dtypes) {
+    /* beyond 2^53: computed in int64, not through a double */
+    lt_tensor *a = i64v(3, (int64_t[]){(1LL << 53) + 1, -3, 4}), *a2 = i64v(2, (int64_t[]){-3, 4});
+    lt_tensor *r = lt_add_scalar_int(a, 2), *m = lt_mul_scalar_int(a2, -2), *p = lt_pow_scalar_int(a2, 3),
+              *c = lt_clamp_int(a2, -1, INFINITY);
+    CHECK(lt_dtype_of(r) == LT_I64 && lt_dtype_of(m) == LT_I64 && lt_dtype_of(p) == LT_I64 && lt_dtype_of(c) == LT_I64);
+    int64_t got[3];
+    CHECK(lt_to_host(r, got, sizeof got) == 0);
+    CHECK(got[0] == (1LL << 53) + 3 && got[1] == -1 && got[2] == 6);
+    EXPECT_VALUES(m, 0, 6, -8);
+    EXPECT_VALUES(p, 0, -27, 64);
+    EXPECT_VALUES(c, 0, -1, 4);
+    lt_tensor *b = lt_from_data((bool[]){true, false}, LT_BOOL, 1, (int64_t[]){2});
+    lt_tensor *rb = lt_add_scalar_int(b, 1); /* bool + int: int64 */
+    CHECK(lt_dtype_of(rb) == LT_I64);
+    EXPECT_VALUES(rb, 0, 2, 1);
+    lt_tensor *i32 = lt_to_dtype(a, LT_I32), *r32 = lt_mul_scalar_int(i32, 3);
+    CHECK(lt_dtype_of(r32) == LT_I32);
+    lt_tensor *f = f64v(2, (double[]){1.5, 2}), *rf = lt_add_scalar_int(f, 1); /* floats as lt_add_scalar */
+    CHECK(lt_dtype_of(rf) == LT_F64);
+    EXPECT_VALUES(rf, 0, 2.5, 3);
+    CHECK(!lt_pow_scalar_int(a, -1));
+    CHECK_ERR(LT_ERR_ARG);
+    CHECK(!lt_clamp_int(a, 0.5, 3));
+    CHECK_ERR(LT_ERR_ARG);
+    lt_tensor *all[] = {a, a2, r, m, p, c, b, rb, i32, r32, f, rf};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(scalar_comparisons) {
+    lt_tensor *a = i64v(3, (int64_t[]){16777217, 2, 3}); /* 2^24 + 1: exact, not through float32 */
+    lt_tensor *e = lt_eq_scalar(a, 16777216), *l = lt_lt_scalar(a, 2.5), *g = lt_ge_scalar(a, 3);
+    CHECK(lt_dtype_of(e) == LT_BOOL);
+    EXPECT_VALUES(e, 0, 0, 0, 0);
+    EXPECT_VALUES(l, 0, 0, 1, 0);
+    EXPECT_VALUES(g, 0, 1, 0, 1);
+    /* a float32 tensor compares with the scalar rounded to float32, as torch */
+    float v = 0.1f;
+    lt_tensor *x = lt_from_data(&v, LT_F32, 1, (int64_t[]){1});
+    lt_tensor *x1 = lt_eq_scalar(x, 0.1), *x2 = lt_ne_scalar(x, 0.1), *x3 = lt_le_scalar(x, 0.1),
+              *x4 = lt_gt_scalar(x, 0.1);
+    EXPECT_VALUES(x1, 0, 1);
+    EXPECT_VALUES(x2, 0, 0);
+    EXPECT_VALUES(x3, 0, 1);
+    EXPECT_VALUES(x4, 0, 0);
+    lt_tensor *all[] = {a, e, l, g, x, x1, x2, x3, x4};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(masked_fill_and_sign) {
+    lt_tensor *a = f64v(4, (double[]){-2, 0, NAN, 5});
+    lt_tensor *m = lt_from_data((bool[]){true, false, false, true}, LT_BOOL, 1, (int64_t[]){4});
+    lt_tensor *r = lt_masked_fill(a, m, 7), *s = lt_sign(a);
+    EXPECT_VALUES(r, 0, 7, 0, NAN, 7);
+    EXPECT_VALUES(s, 0, -1, 0, 0, 1); /* torch.sign(nan) is 0 */
+    CHECK(!lt_masked_fill(a, a, 1));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *i = i64v(2, (int64_t[]){-4, 9}), *si = lt_sign(i);
+    CHECK(lt_dtype_of(si) == LT_I64);
+    EXPECT_VALUES(si, 0, -1, 1);
+    lt_tensor *all[] = {a, m, r, s, i, si};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(activations_and_backward_ops) {
+    lt_tensor *x = f64v(6, (double[]){-4, -3, -1, 0, 3, 4}), *g = f64v(6, (double[]){1, 1, 1, 1, 1, 2});
+    lt_tensor *hs = lt_hardswish(x), *hsg = lt_hardsigmoid(x), *si = lt_silu(x);
+    EXPECT_VALUES(hs, 1e-15, 0, 0, -1.0 / 3, 0, 3, 4);
+    EXPECT_VALUES(hsg, 1e-15, 0, 0, 1.0 / 3, 0.5, 1, 1);
+    EXPECT_VALUES(si, 1e-15, -4 / (1 + exp(4)), -3 / (1 + exp(3)), -1 / (1 + exp(1)), 0, 3 / (1 + exp(-3)),
+                  4 / (1 + exp(-4)));
+    /* torch's boundaries: hardswish' is 0 below -3, x/3 + 1/2 on [-3, 3], 1 above;
+     * hardsigmoid' is 1/6 on (-3, 3) only */
+    lt_tensor *dhs = lt_hardswish_backward(g, x), *dhsg = lt_hardsigmoid_backward(g, x);
+    EXPECT_VALUES(dhs, 1e-15, 0, -0.5, 1.0 / 6, 0.5, 1.5, 2);
+    EXPECT_VALUES(dhsg, 1e-15, 0, 0, 1.0 / 6, 1.0 / 6, 0, 0);
+    lt_tensor *th = lt_threshold_backward(g, x, 0), *ht = lt_hardtanh_backward(g, x, -3, 3);
+    EXPECT_VALUES(th, 0, 0, 0, 0, 0, 1, 2);
+    EXPECT_VALUES(ht, 0, 0, 0, 1, 1, 0, 0);
+    lt_tensor *sb = lt_sigmoid_backward(g, x), *tb = lt_tanh_backward(g, x);
+    EXPECT_VALUES(sb, 0, -20, -12, -2, 0, -6, -24);
+    EXPECT_VALUES(tb, 0, -15, -8, 0, 1, -8, -30);
+    lt_tensor *sd = lt_silu_backward(g, x);
+    double *sdv = h_read(sd), s3 = 1 / (1 + exp(-3.0));
+    CHECK(fabs(sdv[4] - s3 * (1 + 3 * (1 - s3))) < 1e-15);
+    free(sdv);
+    lt_tensor *i = i64v(2, (int64_t[]){1, 2});
+    CHECK(!lt_silu(i));
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_hardswish(i));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *ti = lt_threshold_backward(i, i, 1); /* a selection: integers too */
+    CHECK(lt_dtype_of(ti) == LT_I64);
+    EXPECT_VALUES(ti, 0, 0, 2);
+    lt_tensor *all[] = {x, g, hs, hsg, si, dhs, dhsg, th, ht, sb, tb, sd, i, ti};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+int main(void) {
+    RUN(add_scaled);
+    RUN(integral_scalars_keep_integer_dtypes);
+    RUN(scalar_comparisons);
+    RUN(masked_fill_and_sign);
+    RUN(activations_and_backward_ops);
+    return h_report();
+}
