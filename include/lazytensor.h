@@ -359,6 +359,35 @@ lt_tensor *lt_hardtanh_backward(lt_tensor *g, lt_tensor *x, double lo, double hi
 lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
+/* softmax / log_softmax backward from the forward's output (PyTorch's
+ * _softmax_backward_data, _log_softmax_backward_data); one floating dtype. */
+lt_tensor *lt_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim);
+lt_tensor *lt_log_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim);
+/* aten's nll_loss_forward without class weights: logp (N, C) with target (N)
+ * int64, or (C) with a 0-d target; reduction as PyTorch's enum: 0 none
+ * (result (N), or 0-d), 1 mean, 2 sum; a target equal to ignore_index adds
+ * nothing and is not counted (all ignored, mean: NaN). total_weight (may be
+ * NULL) receives a new 0-d handle in logp's dtype: the number of targets
+ * counted (0 for reduction none on a batch, as PyTorch). */
+lt_tensor *lt_nll_loss_forward(lt_tensor *logp, lt_tensor *target, int reduction, int64_t ignore_index,
+                               lt_tensor **total_weight);
+/* Its gradient for logp (logp lends its shape): grad_out is 0-d (mean, sum)
+ * or target's shape (none); mean divides it by total_weight, as PyTorch's
+ * -(grad / total_weight) at each counted target, 0 elsewhere. */
+lt_tensor *lt_nll_loss_backward(lt_tensor *grad_out, lt_tensor *logp, lt_tensor *target, lt_tensor *total_weight,
+                                int reduction, int64_t ignore_index);
+/* mse_loss with a reduction (0 none: a's broadcast shape, 1 mean, 2 sum)
+ * and its gradient for a: ((a - b) norm) grad_out, norm 2 / numel (mean)
+ * or 2; a and b of one shape and dtype. */
+lt_tensor *lt_mse_loss_ex(lt_tensor *a, lt_tensor *b, int reduction);
+lt_tensor *lt_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction);
+/* base + src added at index along dim (torch.scatter_add: index int64 of
+ * base's ndim, no larger than src, nor than base off dim); base + src rows
+ * added at the 1-D index's rows of dim (torch.index_add); the embedding's
+ * weight gradient (num_weights, D) from grad_out (indices' shape..., D). */
+lt_tensor *lt_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
+lt_tensor *lt_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
+lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights);
 
 /* nn: convolution, normalization, pooling, dropout, random */
 

@@ -514,6 +514,59 @@ TEST(losses_backward) {
 }
 
 /* ---- indexing ------------------------------------------------------------------------------------ */
+/* The front ends' loss entry points (lt_nll_loss_forward / _backward,
+ * lt_mse_loss_ex / _backward): every reduction, an ignore_index inside
+ * [0, C), the total weight; gradients by finite differences. */
+static int g_red;
+static int64_t g_ignore;
+static lt_tensor *nllx_f(lt_tensor **in) { return lt_nll_loss_forward(in[0], g_target, g_red, g_ignore, NULL); }
+static lt_tensor *nllx_b(lt_tensor **in, lt_tensor *r) {
+    lt_tensor *tw = NULL, *y = lt_nll_loss_forward(in[0], g_target, g_red, g_ignore, &tw);
+    lt_tensor *g = lt_nll_loss_backward(r, in[0], g_target, tw, g_red, g_ignore);
+    lt_free(y), lt_free(tw);
+    return g;
+}
+static lt_tensor *msex_f(lt_tensor **in) { return lt_mse_loss_ex(in[0], in[1], g_red); }
+static lt_tensor *msex_b(lt_tensor **in, lt_tensor *r) { return lt_mse_loss_backward(r, in[0], in[1], g_red); }
+static lt_tensor *sm_f(lt_tensor **in) { return g_red ? lt_log_softmax(in[0], 1) : lt_softmax(in[0], 1); }
+static lt_tensor *sm_b(lt_tensor **in, lt_tensor *r) {
+    lt_tensor *y = sm_f(in), *g = g_red ? lt_log_softmax_backward(r, y, 1) : lt_softmax_backward(r, y, 1);
+    lt_free(y);
+    return g;
+}
+
+TEST(front_end_losses) {
+    int64_t zs[2] = {5, 4}, ts[1] = {5};
+    int64_t t[5] = {3, 0, 2, 1, 2}; /* ignore_index 2: a valid class, ignored */
+    double *z = rnd(20), *z2 = rnd(20);
+    lt_tensor *in[2] = {f64(2, zs, z), f64(2, zs, z2)};
+    g_target = i64(1, ts, t);
+    g_ignore = 2;
+    lt_tensor *tw = NULL, *none = lt_nll_loss_forward(in[0], g_target, 0, 2, &tw);
+    EXPECT_ARR(none, ((double[]){-z[3], -z[4], 0, -z[13], 0}), 5, 1e-12);
+    EXPECT_VALUES(tw, 0, 0);
+    lt_free(tw);
+    lt_tensor *mean = lt_nll_loss_forward(in[0], g_target, 1, 2, &tw), *sum = lt_nll_loss_forward(in[0], g_target, 2, 2, NULL);
+    EXPECT_VALUES(mean, 1e-12, -(z[3] + z[4] + z[13]) / 3);
+    EXPECT_VALUES(sum, 1e-12, -(z[3] + z[4] + z[13]));
+    EXPECT_VALUES(tw, 0, 3);
+    for (g_red = 0; g_red < 3; g_red++) {
+        GRADCHECK("nll_loss_forward", nllx_f, nllx_b, in, 0);
+        GRADCHECK("mse_loss_ex", msex_f, msex_b, in, 0);
+    }
+    for (g_red = 0; g_red < 2; g_red++) GRADCHECK("softmax_backward", sm_f, sm_b, in, 0);
+    /* unbatched: (C) with a 0-d target */
+    lt_tensor *row = lt_select(in[0], 0, 1), *t0 = lt_select(g_target, 0, 1);
+    lt_tensor *u = lt_nll_loss_forward(row, t0, 0, -100, NULL);
+    CHECK(u && lt_ndim(u) == 0);
+    EXPECT_VALUES(u, 1e-12, -z[4]);
+    CHECK(!lt_nll_loss_forward(in[0], g_target, 3, -100, NULL) && lt_error() == LT_ERR_ARG);
+    lt_clear_error();
+    free(z), free(z2);
+    lt_free(none), lt_free(mean), lt_free(sum), lt_free(tw), lt_free(row), lt_free(t0), lt_free(u);
+    lt_free(in[0]), lt_free(in[1]), lt_free(g_target);
+}
+
 
 TEST(index_forward) {
     int64_t as[2] = {3, 4}, is[2] = {2, 3}, vs[1] = {3};
@@ -674,6 +727,7 @@ int main(void) {
     RUN(losses_forward);
     RUN(losses_backward);
     RUN(index_forward);
+    RUN(front_end_losses);
     RUN(index_backward);
     RUN(errors);
     return h_report();

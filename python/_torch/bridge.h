@@ -64,6 +64,11 @@ at::Tensor &assign_out(at::Tensor &out, lt_tensor *src, const char *op);
 inline double num(const c10::Scalar &s) { return s.toDouble(); }
 // Dims normalized to [0, ndim).
 int dim_of(int64_t d, int64_t ndim, const char *op);
+// The counted CPU fallback (fallback.cpp), for a kernel handed arguments the
+// core does not take (e.g. class weights):
+//   return at::native::call_fallback_fn<&ltt::fallback, at::_ops::op>::call(args...);
+void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+
 std::vector<int64_t> shape_of(lt_tensor *h);
 
 }  // namespace ltt

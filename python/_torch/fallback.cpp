@@ -35,7 +35,7 @@ void fallback_reset() {
     g_counts.clear();
 }
 
-static void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     const std::string &name = op.schema().operator_name().name;
     TORCH_CHECK(!fallback_is_error(), "lazytensor: ", name,
                 " has no lazytensor kernel and LT_TORCH_FALLBACK=error forbids running it on the CPU");

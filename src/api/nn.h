@@ -77,9 +77,12 @@
  *   dx    nn_dropout_backward(g, p, seed): the same mask and scale on g
  *
  * nll_loss  lt_nll_loss(logp (N, C), target (N) int64) -> () mean
- *   node  NLL_LOSS (logp, target) ia [C]
- *   saves target, C
- *   dlogp nn_nll_loss_backward(g, target, C)
+ *   (lt_nll_loss_forward: reduction none (N), mean, sum, any ignore_index)
+ *   node  NLL_LOSS (logp, target) ia [C, reduction, ignore_index]
+ *         (reduction 3: the count of targets not ignored, never recorded)
+ *   saves target, C, reduction, ignore_index
+ *   dlogp nn_nll_loss_backward_ex(g, target, C, reduction, ignore_index)
+ *         (NLL_LOSS_BWD ia [reduction, ignore_index]; g (N) for none)
  *
  * cross_entropy  lt_cross_entropy(logits (N, C), target (N), ls) -> () mean
  *   node  CROSS_ENTROPY (logits, target) sc [ls]
@@ -89,9 +92,11 @@
  *   in both losses: no term, not counted in the mean (the smoothing term
  *   too, as PyTorch since 1.12, pytorch/pytorch#73205).
  *
- * mse_loss  lt_mse_loss(a, b) -> () mean; node MSE_LOSS (a, b)
+ * mse_loss  lt_mse_loss(a, b) -> () mean; node MSE_LOSS (a, b) ia [reduction]
+ *   (lt_mse_loss_ex: reduction none (a's shape), mean, sum)
  *   saves a, b
- *   da    nn_mse_loss_backward(g, a, b)  (= 2 (a - b) g / numel; db = -da)
+ *   da    nn_mse_loss_backward_ex(g, a, b, reduction)  (= 2 (a - b) g [/ numel
+ *         for mean]; db = -da)
  *
  * gather  lt_gather(a, dim, index)   node GATHER (a, index) ia [dim, a's shape...]
  *   saves index (a's shape, dim in ia)
@@ -192,9 +197,13 @@ lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_
 
 /* transformers (nn_transformer.c) */
 lt_tensor *nn_gelu_backward(lt_tensor *grad_out, lt_tensor *x, bool tanh_form);
+/* reduction 0 none (grad_out (N)), 1 mean, 2 sum; targets == ignore_index skipped */
+lt_tensor *nn_nll_loss_backward_ex(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes, int reduction,
+                                   int64_t ignore_index);
 lt_tensor *nn_layer_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, int nnorm, double eps);
 lt_tensor *nn_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int nnorm, double eps);
 /* seed_out (may be NULL): the dropout seed drawn (0 without dropout). */
+lt_tensor *nn_mse_loss_backward_ex(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction);
 lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
                         double *seed_out);
 lt_tensor *nn_attention_backward(lt_tensor *grad_out, lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *out,

@@ -179,3 +179,14 @@ lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_
     API_LEAVE(fn, t);
     return t;
 }
+
+/* The front ends' names for the backward ops above (include/lazytensor.h). */
+lt_tensor *lt_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    return nn_scatter_add(base, dim, index, src);
+}
+lt_tensor *lt_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    return nn_index_add(base, dim, index, src);
+}
+lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights) {
+    return nn_embedding_backward(grad_out, indices, num_weights);
+}

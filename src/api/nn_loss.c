@@ -50,31 +50,125 @@ static lt_tensor *nll2(lt_tensor *x, lt_tensor *t, double ls) {
     return nll_loss(x, t);
 }
 
-static lt_tensor *nll_loss(lt_tensor *logp, lt_tensor *target) {
-    static const char fn[] = "lt_nll_loss";
-    lt_tensor *y;
-    if (unbatched(logp, target, 0, &y, nll2)) return y;
+/* reduction: PyTorch's enum (0 none, 1 mean, 2 sum); NLL_COUNT: the node
+ * counts the targets that are not ignore_index (aten's total_weight). */
+enum { NLL_NONE, NLL_MEAN, NLL_SUM, NLL_COUNT };
+
+static int check_reduction(const char *fn, int reduction) {
+    if (reduction >= NLL_NONE && reduction <= NLL_SUM) return 0;
+    err_set(LT_ERR_ARG, "%s: argument 'reduction' is %d; must be 0 (none), 1 (mean) or 2 (sum)", fn, reduction);
+    return -1;
+}
+
+/* One NLL_LOSS node, ia [C, reduction, ignore_index]; the count is not
+ * differentiable and is never recorded. */
+static lt_tensor *nll_node(const char *fn, lt_tensor *logp, lt_tensor *target, int reduction, int64_t ignore_index) {
     API_ENTER();
     if (check_class_args(fn, "logp", logp, target)) return NULL;
-    int64_t ia[1] = {logp->shape[1]}; /* C, for the backward */
-    lt_tensor *in[2] = {logp, target};
-    lt_tensor *t = nn_node(LT_OP_NLL_LOSS, (lt_dtype)logp->dtype, 0, NULL, 2, in, 1, ia, 0, NULL);
+    int64_t ia[3] = {logp->shape[1], reduction, ignore_index}; /* C, for the backward */
+    int64_t shape[1] = {logp->shape[0]};
+    lt_tensor *in[2] = {logp, target}, *t;
+    if (reduction == NLL_COUNT) {
+        ir_node *v[2] = {func_value(logp), func_value(target)};
+        ir_node *n = v[0] && v[1] ? ir_new(LT_OP_NLL_LOSS, (lt_dtype)logp->dtype, 0, NULL, 2, v, 3, ia, 0, NULL) : NULL;
+        t = n ? func_new(n) : NULL;
+    } else {
+        t = nn_node(LT_OP_NLL_LOSS, (lt_dtype)logp->dtype, reduction == NLL_NONE, shape, 2, in, 3, ia, 0, NULL);
+    }
+    API_LEAVE(fn, t);
+    return t;
+}
+
+static lt_tensor *nll_loss(lt_tensor *logp, lt_tensor *target) {
+    lt_tensor *y;
+    if (unbatched(logp, target, 0, &y, nll2)) return y;
+    return nll_node("lt_nll_loss", logp, target, NLL_MEAN, -100);
+}
+
+/* (C) with a 0-d target: the batch of one, its result a 0-d tensor (none too). */
+lt_tensor *lt_nll_loss_forward(lt_tensor *logp, lt_tensor *target, int reduction, int64_t ignore_index,
+                               lt_tensor **total_weight) {
+    static const char fn[] = "lt_nll_loss_forward";
+    if (total_weight) *total_weight = NULL;
+    if (check_reduction(fn, reduction) || api_check(fn, "logp", logp) || api_check(fn, "target", target)) return NULL;
+    lt_tensor *x = logp, *t = target, *own[2] = {NULL, NULL}, *r = NULL, *w = NULL;
+    int unb = logp->ndim == 1 && target->ndim == 0;
+    if (unb) {
+        x = own[0] = lt_unsqueeze(logp, 0);
+        t = own[1] = lt_unsqueeze(target, 0);
+    }
+    if (x && t) r = nll_node(fn, x, t, reduction, ignore_index);
+    if (r && unb && reduction == NLL_NONE) { /* (1) -> () */
+        lt_tensor *s = lt_reshape(r, 0, NULL);
+        lt_free(r);
+        r = s;
+    }
+    if (r && total_weight) {
+        /* PyTorch leaves 0 in total_weight for a batch without reduction */
+        w = reduction == NLL_NONE && !unb ? lt_zeros((lt_dtype)logp->dtype, 0, NULL)
+                                          : nll_node(fn, x, t, NLL_COUNT, ignore_index);
+        if (!w) {
+            lt_free(r);
+            r = NULL;
+        }
+        *total_weight = w;
+    }
+    lt_free(own[0]);
+    lt_free(own[1]);
+    return r;
+}
+
+lt_tensor *nn_nll_loss_backward_ex(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes, int reduction,
+                                   int64_t ignore_index) {
+    static const char fn[] = "nn_nll_loss_backward";
+    API_ENTER();
+    if (api_check(fn, "grad_out", grad_out) || nn_float(fn, "grad_out", grad_out) || api_check(fn, "target", target) ||
+        nn_int64(fn, "target", target) || nn_ndim(fn, "target", target, 1, "(N)") || check_reduction(fn, reduction))
+        return NULL;
+    if (reduction == NLL_NONE ? !(grad_out->ndim == 1 && grad_out->shape[0] == target->shape[0])
+                              : check_grad0(fn, grad_out))
+        return reduction == NLL_NONE ? err_set(LT_ERR_SHAPE, "%s: argument 'grad_out' has shape %s; expected (N) = [%lld]",
+                                               fn, SHAPE_STR(grad_out->ndim, grad_out->shape),
+                                               (long long)target->shape[0])
+                                     : NULL;
+    int64_t shape[2] = {target->shape[0], num_classes}, ia[2] = {reduction, ignore_index};
+    if (shape_numel_checked(fn, 2, shape) < 0) return NULL;
+    lt_tensor *in[2] = {grad_out, target};
+    lt_tensor *t = nn_node(LT_OP_NLL_LOSS_BWD, (lt_dtype)grad_out->dtype, 2, shape, 2, in, 2, ia, 0, NULL);
     API_LEAVE(fn, t);
     return t;
 }
 
 lt_tensor *nn_nll_loss_backward(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes) {
-    static const char fn[] = "nn_nll_loss_backward";
-    API_ENTER();
-    if (check_grad0(fn, grad_out) || api_check(fn, "target", target) || nn_int64(fn, "target", target) ||
-        nn_ndim(fn, "target", target, 1, "(N)"))
+    return nn_nll_loss_backward_ex(grad_out, target, num_classes, NLL_MEAN, -100);
+}
+
+/* aten's nll_loss_backward: mean divides by the total_weight given
+ * (-(g / total_weight) at each counted target, PyTorch's order), sum and
+ * none do not. logp lends its shape: (N, C), or (C) with a 0-d target. */
+lt_tensor *lt_nll_loss_backward(lt_tensor *grad_out, lt_tensor *logp, lt_tensor *target, lt_tensor *total_weight,
+                                int reduction, int64_t ignore_index) {
+    static const char fn[] = "lt_nll_loss_backward";
+    if (check_reduction(fn, reduction) || api_check(fn, "grad_out", grad_out) || api_check(fn, "logp", logp) ||
+        api_check(fn, "target", target) || (reduction == NLL_MEAN && api_check(fn, "total_weight", total_weight)))
         return NULL;
-    int64_t shape[2] = {target->shape[0], num_classes};
-    if (shape_numel_checked(fn, 2, shape) < 0) return NULL;
-    lt_tensor *in[2] = {grad_out, target};
-    lt_tensor *t = nn_node(LT_OP_NLL_LOSS_BWD, (lt_dtype)grad_out->dtype, 2, shape, 2, in, 0, NULL, 0, NULL);
-    API_LEAVE(fn, t);
-    return t;
+    int unb = logp->ndim == 1 && target->ndim == 0;
+    if (!unb && nn_ndim(fn, "logp", logp, 2, "(N, C)")) return NULL;
+    lt_tensor *g = grad_out, *t = target, *own[3] = {NULL, NULL, NULL}, *r = NULL;
+    if (reduction == NLL_MEAN) g = own[0] = lt_div(grad_out, total_weight);
+    if (g && unb) {
+        t = own[1] = lt_unsqueeze(target, 0);
+        if (reduction == NLL_NONE) g = own[2] = lt_reshape(g, 1, (int64_t[]){1});
+    }
+    int64_t C = logp->shape[logp->ndim - 1];
+    if (g && t) r = nn_nll_loss_backward_ex(g, t, C, reduction == NLL_NONE ? NLL_NONE : NLL_SUM, ignore_index);
+    if (r && unb) {
+        lt_tensor *s = lt_reshape(r, 1, &C);
+        lt_free(r);
+        r = s;
+    }
+    for (int i = 0; i < 3; i++) lt_free(own[i]);
+    return r;
 }
 
 static lt_tensor *cross_entropy(lt_tensor *logits, lt_tensor *target, double label_smoothing) {
@@ -114,8 +208,8 @@ static int check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b) {
 
 /* PyTorch's mse_loss broadcasts a and b and promotes their float dtypes:
  * expand (a view) and cast to the common shape and dtype, then one node. */
-static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b);
-static lt_tensor *mse_common(lt_tensor *a, lt_tensor *b) {
+static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b, int reduction);
+static lt_tensor *mse_common(lt_tensor *a, lt_tensor *b, int reduction) {
     static const char fn[] = "lt_mse_loss";
     if (api_check(fn, "a", a) || api_check(fn, "b", b) || nn_float(fn, "a", a) || nn_float(fn, "b", b)) return NULL;
     int64_t shape[LT_MAX_DIMS];
@@ -135,21 +229,23 @@ static lt_tensor *mse_common(lt_tensor *a, lt_tensor *b) {
             own[i] = c[i];
         }
     }
-    if (c[0] && c[1]) t = mse_loss(c[0], c[1]);
+    if (c[0] && c[1]) t = mse_loss(c[0], c[1], reduction);
     lt_free(own[0]);
     lt_free(own[1]);
     return t;
 }
 
-static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b) {
+static lt_tensor *mse_loss(lt_tensor *a, lt_tensor *b, int reduction) {
     static const char fn[] = "lt_mse_loss";
     if (a && b && a->magic == LT_HANDLE_MAGIC && b->magic == LT_HANDLE_MAGIC &&
         (a->dtype != b->dtype || !shape_eq(a->ndim, a->shape, b->ndim, b->shape)))
-        return mse_common(a, b);
+        return mse_common(a, b, reduction);
     API_ENTER();
-    if (check_pair(fn, a, b)) return NULL;
+    if (check_pair(fn, a, b) || check_reduction(fn, reduction)) return NULL;
     lt_tensor *in[2] = {a, b};
-    lt_tensor *t = nn_node(LT_OP_MSE_LOSS, (lt_dtype)a->dtype, 0, NULL, 2, in, 0, NULL, 0, NULL);
+    int64_t ia[1] = {reduction};
+    lt_tensor *t = nn_node(LT_OP_MSE_LOSS, (lt_dtype)a->dtype, reduction == NLL_NONE ? a->ndim : 0, a->shape, 2, in, 1,
+                           ia, 0, NULL);
     API_LEAVE(fn, t);
     return t;
 }
@@ -174,27 +270,45 @@ lt_tensor *lt_cross_entropy(lt_tensor *logits, lt_tensor *target, double label_s
     return t;
 }
 
-lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b) {
-    if (LT_LIKELY(!g_autocast)) return mse_loss(a, b);
+lt_tensor *lt_mse_loss_ex(lt_tensor *a, lt_tensor *b, int reduction) {
+    if (LT_LIKELY(!g_autocast)) return mse_loss(a, b, reduction);
     lt_tensor *in[2] = {a, b}, *tmp[2];
     if (api_autocast_args(2, in, tmp, LT_BF16, LT_F32)) return NULL;
-    lt_tensor *t = mse_loss(in[0], in[1]);
+    lt_tensor *t = mse_loss(in[0], in[1], reduction);
     api_autocast_free(2, tmp);
     return t;
 }
 
-/* d mean((a - b)^2) / da = 2 (a - b) g / numel: backward, so several public
+lt_tensor *lt_mse_loss(lt_tensor *a, lt_tensor *b) { return lt_mse_loss_ex(a, b, NLL_MEAN); }
+
+/* d mean((a - b)^2) / da = 2 (a - b) g / numel (sum: 2 (a - b) g; none: g
+ * has a's shape), PyTorch's ((a - b) norm) g: backward, so several public
  * ops are fine here (DESIGN 2.1 binds the forward). */
-lt_tensor *nn_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b) {
+lt_tensor *nn_mse_loss_backward_ex(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction) {
     static const char fn[] = "nn_mse_loss_backward";
-    if (check_grad0(fn, grad_out) || check_pair(fn, a, b) || nn_same_dtype(fn, "grad_out", grad_out, "a", a))
+    if (api_check(fn, "grad_out", grad_out) || nn_float(fn, "grad_out", grad_out) || check_pair(fn, a, b) ||
+        nn_same_dtype(fn, "grad_out", grad_out, "a", a) || check_reduction(fn, reduction))
         return NULL;
+    if (reduction != NLL_NONE && check_grad0(fn, grad_out)) return NULL;
+    if (reduction == NLL_NONE && !shape_eq(grad_out->ndim, grad_out->shape, a->ndim, a->shape))
+        return err_set(LT_ERR_SHAPE, "%s: argument 'grad_out' has shape %s; expected a's %s", fn,
+                       SHAPE_STR(grad_out->ndim, grad_out->shape), SHAPE_STR(a->ndim, a->shape));
+    double norm = reduction == NLL_MEAN ? (a->numel ? 2.0 / (double)a->numel : NAN) : 2.0;
     lt_tensor *d = lt_sub(a, b);
-    lt_tensor *s = lt_mul_scalar(d, a->numel ? 2.0 / (double)a->numel : NAN);
-    lt_tensor *g0 = grad_out->ndim ? lt_reshape(grad_out, 0, NULL) : NULL;
+    lt_tensor *s = lt_mul_scalar(d, norm);
+    lt_tensor *g0 = grad_out->ndim && reduction != NLL_NONE ? lt_reshape(grad_out, 0, NULL) : NULL;
     lt_tensor *t = lt_mul(s, g0 ? g0 : grad_out);
     lt_free(d);
     lt_free(s);
     lt_free(g0);
     return t;
+}
+
+lt_tensor *nn_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b) {
+    return nn_mse_loss_backward_ex(grad_out, a, b, NLL_MEAN);
+}
+
+/* aten's mse_loss_backward (a and b of one shape and dtype). */
+lt_tensor *lt_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction) {
+    return nn_mse_loss_backward_ex(grad_out, a, b, reduction);
 }

@@ -125,3 +125,40 @@ static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
 
 lt_tensor *lt_softmax(lt_tensor *a, int dim) { return softmax("lt_softmax", LT_OP_SOFTMAX, a, dim); }
 lt_tensor *lt_log_softmax(lt_tensor *a, int dim) { return softmax("lt_log_softmax", LT_OP_LOG_SOFTMAX, a, dim); }
+
+/* The backward of softmax / log_softmax given the forward's output, as
+ * PyTorch's _softmax_backward_data: out (g - sum(g out)) and
+ * g - exp(out) sum(g). A backward formula, so several public ops. */
+static lt_tensor *softmax_bwd(const char *fn, bool log, lt_tensor *g, lt_tensor *out, int dim) {
+    if (api_check(fn, "grad_out", g) || api_check(fn, "out", out)) return NULL;
+    if (g->dtype != out->dtype || !dtype_is_float((lt_dtype)g->dtype))
+        return err_set(LT_ERR_DTYPE, "%s: arguments 'grad_out' (%s) and 'out' (%s) must share one floating dtype", fn,
+                       dtype_name((lt_dtype)g->dtype), dtype_name((lt_dtype)out->dtype));
+    if (!shape_eq(g->ndim, g->shape, out->ndim, out->shape))
+        return err_set(LT_ERR_SHAPE, "%s: arguments 'grad_out' %s and 'out' %s must have one shape", fn,
+                       SHAPE_STR(g->ndim, g->shape), SHAPE_STR(out->ndim, out->shape));
+    if (dim_wrap(dim, g->ndim) < 0)
+        return err_set(LT_ERR_ARG, "%s: argument 'dim' = %d is out of range for a %d-d tensor", fn, dim, g->ndim);
+    lt_tensor *p = log ? NULL : lt_mul(g, out);
+    lt_tensor *s = lt_sum(log ? g : p, 1, &dim, true), *t;
+    if (log) {
+        lt_tensor *e = lt_exp(out), *m = lt_mul(e, s);
+        t = lt_sub(g, m);
+        lt_free(e);
+        lt_free(m);
+    } else {
+        lt_tensor *d = lt_sub(g, s);
+        t = lt_mul(out, d);
+        lt_free(d);
+    }
+    lt_free(p);
+    lt_free(s);
+    return t;
+}
+
+lt_tensor *lt_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim) {
+    return softmax_bwd("lt_softmax_backward", false, grad_out, out, dim);
+}
+lt_tensor *lt_log_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim) {
+    return softmax_bwd("lt_log_softmax_backward", true, grad_out, out, dim);
+}

@@ -74,10 +74,12 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         break;
     }
     case LT_OP_DROPOUT: gi[0] = nn_dropout_backward(g, f->sc[0], f->sc[1]); break; /* sc [p, seed] */
-    case LT_OP_NLL_LOSS: gi[0] = nn_nll_loss_backward(g, SAVED(1), ia[0]); break;
+    case LT_OP_NLL_LOSS: /* ia [C, reduction, ignore_index] */
+        gi[0] = nn_nll_loss_backward_ex(g, SAVED(1), ia[0], (int)ia[1], ia[2]);
+        break;
     case LT_OP_CROSS_ENTROPY: gi[0] = nn_cross_entropy_backward(g, SAVED(0), SAVED(1), f->sc[0]); break;
-    case LT_OP_MSE_LOSS: {
-        lt_tensor *da = nn_mse_loss_backward(g, SAVED(0), SAVED(1));
+    case LT_OP_MSE_LOSS: { /* ia [reduction] */
+        lt_tensor *da = nn_mse_loss_backward_ex(g, SAVED(0), SAVED(1), (int)ia[0]);
         if (NEED(1)) gi[1] = lt_neg(da);
         if (NEED(0)) gi[0] = da;
         else K(da);

@@ -43,14 +43,8 @@ int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
 }
 
 int ag_bw_softmax(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
-    int dim = (int)f->ia[0];
-    if (f->op == LT_OP_SOFTMAX) { /* out (g - sum(g out)) */
-        lt_tensor *s = K(lt_sum(K(lt_mul(g, OUT)), 1, &dim, true));
-        gi[0] = lt_mul(OUT, K(lt_sub(g, s)));
-    } else { /* g - exp(out) sum(g) */
-        lt_tensor *s = K(lt_sum(g, 1, &dim, true));
-        gi[0] = lt_sub(g, K(lt_mul(K(lt_exp(OUT)), s)));
-    }
+    int dim = (int)f->ia[0]; /* the formulas are the front ends' too (api/reduce.c) */
+    gi[0] = f->op == LT_OP_SOFTMAX ? lt_softmax_backward(g, OUT, dim) : lt_log_softmax_backward(g, OUT, dim);
     return 0;
 }
 

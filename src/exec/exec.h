@@ -41,12 +41,14 @@ void exec_graph_free(exec_graph *g);
 
 /* Index data checks (index_check.c). exec_index_operand: which operand of
  * y holds indices (-1: none), their valid range [0, *lim) and whether
- * PyTorch's ignore_index -100 is allowed. exec_index_error reports a bad one
+ * PyTorch's ignore_index -100 is allowed (1), or the node's own ignore_index
+ * (2: nll_loss, exec_ignore_index gives it). exec_index_error reports a bad one
  * from a kernel (err_kernel: any thread). exec_index_scan fills g's
  * indexed / index_computed; exec_check_indices checks the indexed inputs
  * before a run: 0, or -1 with the error set. */
 int exec_index_operand(const exec_graph *g, const gnode *y, int64_t *lim, int *ignore);
 int exec_index_ok(int64_t v, int64_t lim, int ignore);
+int64_t exec_ignore_index(const gnode *y);
 void exec_index_error(int op, int64_t v, int64_t lim);
 int exec_index_scan(exec_graph *g);
 int exec_check_indices(const exec_graph *g, lt_buffer *const *params);

@@ -29,18 +29,30 @@ static const char *public_name(int op) {
 int exec_index_operand(const exec_graph *g, const gnode *y, int64_t *lim, int *ignore) {
     const gnode *a = y->nin ? &g->nodes[y->in[0]] : NULL;
     *ignore = 0;
+    /* nll_loss's own ignore_index (ia [C, reduction, ignore_index]; its
+     * backward ia [reduction, ignore_index]) stands in for -100 */
+    if (y->op == LT_OP_NLL_LOSS || y->op == LT_OP_NLL_LOSS_BWD) {
+        *lim = y->op == LT_OP_NLL_LOSS ? a->shape[1] : y->shape[1];
+        *ignore = 2;
+        return 1;
+    }
     switch (y->op) {
     case LT_OP_GATHER: case LT_OP_INDEX_SELECT: *lim = a->ndim ? a->shape[y->ia[0]] : 1; return 1;
     case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD: *lim = y->ndim ? y->shape[y->ia[0]] : 1; return 1;
     case LT_OP_EMBEDDING: *lim = a->shape[0]; return 1;
-    case LT_OP_NLL_LOSS: case LT_OP_CROSS_ENTROPY: *lim = a->shape[1]; *ignore = 1; return 1;
-    case LT_OP_NLL_LOSS_BWD: *lim = y->shape[1]; *ignore = 1; return 1;
+    case LT_OP_CROSS_ENTROPY: *lim = a->shape[1]; *ignore = 1; return 1;
     case LT_OP_CROSS_ENTROPY_BWD: *lim = y->shape[1]; *ignore = 1; return 2;
     default: return -1;
     }
 }
 
-int exec_index_ok(int64_t v, int64_t lim, int ignore) { return (v >= 0 && v < lim) || (ignore && v == IGNORE_INDEX); }
+int exec_index_ok(int64_t v, int64_t lim, int ignore) { return (v >= 0 && v < lim) || (ignore == 1 && v == IGNORE_INDEX); }
+
+int64_t exec_ignore_index(const gnode *y) {
+    if (y->op == LT_OP_NLL_LOSS) return y->nia > 2 ? y->ia[2] : IGNORE_INDEX;
+    if (y->op == LT_OP_NLL_LOSS_BWD) return y->nia > 1 ? y->ia[1] : IGNORE_INDEX;
+    return IGNORE_INDEX;
+}
 
 void exec_index_error(int op, int64_t v, int64_t lim) {
     int loss = op == LT_OP_NLL_LOSS || op == LT_OP_NLL_LOSS_BWD || op == LT_OP_CROSS_ENTROPY ||
@@ -84,14 +96,19 @@ int exec_check_indices(const exec_graph *g, lt_buffer *const *params) {
         int ig, i = exec_index_operand(g, y, &lim, &ig);
         const gnode *x = &g->nodes[y->in[i]];
         const void *p = params[x->param]->data;
+        int has_skip = ig == 2; /* nll_loss: its own ignore_index */
+        int64_t skip = has_skip ? exec_ignore_index(y) : 0;
+        if (has_skip) ig = 0;
         if (x->dtype == LT_I64) {
             const int64_t *v = p;
             for (int64_t e = 0; e < x->numel; e++)
-                if (LT_UNLIKELY(!exec_index_ok(v[e], lim, ig))) return exec_index_error(y->op, v[e], lim), err_kernel_take();
+                if (LT_UNLIKELY(!(has_skip && v[e] == skip) && !exec_index_ok(v[e], lim, ig)))
+                    return exec_index_error(y->op, v[e], lim), err_kernel_take();
         } else if (x->dtype == LT_I32) {
             const int32_t *v = p;
             for (int64_t e = 0; e < x->numel; e++)
-                if (LT_UNLIKELY(!exec_index_ok(v[e], lim, ig))) return exec_index_error(y->op, v[e], lim), err_kernel_take();
+                if (LT_UNLIKELY(!(has_skip && v[e] == skip) && !exec_index_ok(v[e], lim, ig)))
+                    return exec_index_error(y->op, v[e], lim), err_kernel_take();
         }
     }
     return 0;

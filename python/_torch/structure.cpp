@@ -1,0 +1,201 @@
+// Structure and indexing: cat, clone, index_select / index_add, gather /
+// scatter_add (gather's backward), embedding and its dense backward.
+#include "bridge.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/index_add_ops.h>
+
+namespace ltt {
+namespace {
+
+struct Own {
+    lt_tensor *h;
+    explicit Own(lt_tensor *t) : h(t) {}
+    ~Own() { lt_free(h); }
+    Own(const Own &) = delete;
+    Own &operator=(const Own &) = delete;
+    operator lt_tensor *() const { return h; }
+};
+
+at::Tensor &out_of(at::Tensor &out, lt_tensor *h, const char *op) {
+    Own o(check(h, op));
+    return assign_out(out, o, op);
+}
+
+// ---- cat ---------------------------------------------------------------------
+// torch's rules: the result dtype is at::native::result_type over every
+// tensor; 1-D empty tensors are skipped (legacy behavior) wherever they are.
+lt_tensor *cat_h(const at::ITensorListRef &tensors, int64_t dim, const char *op) {
+    std::vector<at::Tensor> all(tensors.begin(), tensors.end());
+    TORCH_CHECK(!all.empty(), "torch.cat(): expected a non-empty list of Tensors");
+    at::ScalarType st = at::native::result_type(tensors);
+    lt_dtype dt = lt_type(st, op);
+    std::vector<std::unique_ptr<Val>> vals;
+    std::vector<lt_tensor *> hs;
+    const at::Tensor *first = nullptr;
+    for (const at::Tensor &t : all) {
+        if (t.dim() == 1 && t.numel() == 0) continue;
+        TORCH_CHECK(t.dim() > 0, "zero-dimensional tensor cannot be concatenated");
+        if (!first) first = &t;
+        vals.emplace_back(new Val(t, op));
+        hs.push_back(vals.back()->get());
+    }
+    if (hs.empty()) {  // every tensor skipped: torch answers an empty (0) tensor
+        int64_t zero = 0;
+        return check(lt_zeros(dt, 1, &zero), op);
+    }
+    int d = dim_of(dim, first->dim(), op);
+    Own r(check(lt_cat((int)hs.size(), hs.data(), d), op));
+    if (lt_dtype_of(r) == dt) {
+        lt_tensor *h = r.h;
+        r.h = nullptr;
+        return h;
+    }
+    return check(lt_to_dtype(r, dt), op);
+}
+
+at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim) { return wrap(cat_h(tensors, dim, "cat"), "cat"); }
+at::Tensor &cat_out(const at::ITensorListRef &tensors, int64_t dim, at::Tensor &out) {
+    return out_of(out, cat_h(tensors, dim, "cat.out"), "cat.out");
+}
+
+// ---- clone -------------------------------------------------------------------
+// The core's copy is contiguous. A preserved layout that is not (channels
+// last, a permuted tensor) goes through torch's own clone: empty_like keeps
+// the strides and copy_ writes through them, still on the device.
+at::Tensor clone(const at::Tensor &self, c10::optional<at::MemoryFormat> memory_format) {
+    at::MemoryFormat mf = memory_format.value_or(at::MemoryFormat::Preserve);
+    bool contiguous_result = mf == at::MemoryFormat::Contiguous ||
+                             (mf == at::MemoryFormat::Preserve &&
+                              (self.is_contiguous() || !self.is_non_overlapping_and_dense()) &&
+                              self.suggest_memory_format() == at::MemoryFormat::Contiguous);
+    if (!contiguous_result) return at::native::clone(self, memory_format);
+    Val v(self, "clone");
+    return wrap(lt_clone(v), "clone");
+}
+
+// ---- index_select, index_add -------------------------------------------------------
+lt_tensor *index_select_h(const at::Tensor &self, int64_t dim, const at::Tensor &index, const char *op) {
+    TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+    Val a(self, op), i(index, op);
+    return check(lt_index_select(a, dim_of(dim, self.dim(), op), i), op);
+}
+
+at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index) {
+    return wrap(index_select_h(self, dim, index, "index_select"), "index_select");
+}
+at::Tensor &index_select_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, at::Tensor &out) {
+    return out_of(out, index_select_h(self, dim, index, "index_select.out"), "index_select.out");
+}
+
+// index_select's backward is zeros(...).index_add_(dim, index, grad). The
+// core adds without a scale: another alpha takes the fallback.
+bool unit(const at::Scalar &alpha) { return alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0; }
+
+lt_tensor *index_add_h(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                       const char *op) {
+    Val a(self, op), i(index, op), s(source, op);
+    return check(lt_index_add(a, dim_of(dim, self.dim(), op), i, s), op);
+}
+
+at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                          const at::Scalar &alpha, at::Tensor &out) {
+    if (!unit(alpha))
+        return at::native::call_fallback_fn<&ltt::fallback, at::_ops::index_add_out>::call(self, dim, index, source,
+                                                                                          alpha, out);
+    return out_of(out, index_add_h(self, dim, index, source, "index_add.out"), "index_add.out");
+}
+
+at::Tensor index_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                     const at::Scalar &alpha) {
+    if (!unit(alpha))
+        return at::native::call_fallback_fn<&ltt::fallback, at::_ops::index_add>::call(self, dim, index, source, alpha);
+    return wrap(index_add_h(self, dim, index, source, "index_add"), "index_add");
+}
+
+at::Tensor &index_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                       const at::Scalar &alpha) {
+    if (!unit(alpha))
+        return at::native::call_fallback_fn<&ltt::fallback, at::_ops::index_add_>::call(self, dim, index, source, alpha);
+    Own r(index_add_h(self, dim, index, source, "index_add_"));
+    assign(self, r, "index_add_");
+    return self;
+}
+
+// ---- gather, scatter_add -------------------------------------------------------
+lt_tensor *gather_h(const at::Tensor &self, int64_t dim, const at::Tensor &index, const char *op) {
+    Val a(self, op), i(index, op);
+    return check(lt_gather(a, dim_of(dim, self.dim(), op), i), op);
+}
+
+at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad) {
+    return wrap(gather_h(self, dim, index, "gather"), "gather");
+}
+at::Tensor &gather_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad,
+                       at::Tensor &out) {
+    return out_of(out, gather_h(self, dim, index, "gather.out"), "gather.out");
+}
+
+lt_tensor *scatter_add_h(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+                         const char *op) {
+    Val a(self, op), i(index, op), s(src, op);
+    return check(lt_scatter_add(a, dim_of(dim, self.dim(), op), i, s), op);
+}
+
+at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src) {
+    return wrap(scatter_add_h(self, dim, index, src, "scatter_add"), "scatter_add");
+}
+at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src) {
+    Own r(scatter_add_h(self, dim, index, src, "scatter_add_"));
+    assign(self, r, "scatter_add_");
+    return self;
+}
+at::Tensor &scatter_add_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+                            at::Tensor &out) {
+    return out_of(out, scatter_add_h(self, dim, index, src, "scatter_add.out"), "scatter_add.out");
+}
+
+// ---- embedding -----------------------------------------------------------------
+at::Tensor embedding(const at::Tensor &weight, const at::Tensor &indices, int64_t padding_idx,
+                     bool scale_grad_by_freq, bool sparse) {
+    TORCH_CHECK(weight.dim() == 2, "'weight' must be 2-D");
+    Val w(weight, "embedding"), i(indices, "embedding");
+    return wrap(lt_embedding(w, i), "embedding");
+}
+
+// The core's backward adds every row: padding_idx (a row that gets no
+// gradient) and scale_grad_by_freq take the fallback.
+at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &indices, c10::SymInt num_weights,
+                                    int64_t padding_idx, bool scale_grad_by_freq) {
+    if (padding_idx >= 0 || scale_grad_by_freq)
+        return at::native::call_fallback_fn_symint<&ltt::fallback, at::_ops::embedding_dense_backward>::call(
+            grad, indices, num_weights, padding_idx, scale_grad_by_freq);
+    const char *op = "embedding_dense_backward";
+    Val g(grad, op), i(indices, op);
+    return wrap(lt_embedding_backward(g, i, num_weights.expect_int()), op);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("cat", TORCH_FN(cat));
+    m.impl("cat.out", TORCH_FN(cat_out));
+    m.impl("clone", TORCH_FN(clone));
+    m.impl("index_select", TORCH_FN(index_select));
+    m.impl("index_select.out", TORCH_FN(index_select_out));
+    m.impl("index_add.out", TORCH_FN(index_add_out));
+    m.impl("index_add", TORCH_FN(index_add));
+    m.impl("index_add_", TORCH_FN(index_add_));
+    m.impl("gather", TORCH_FN(gather));
+    m.impl("gather.out", TORCH_FN(gather_out));
+    m.impl("scatter_add", TORCH_FN(scatter_add));
+    m.impl("scatter_add_", TORCH_FN(scatter_add_));
+    m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+    m.impl("embedding", TORCH_FN(embedding));
+    m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+}
+
+}  // namespace ltt
