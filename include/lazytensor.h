@@ -390,6 +390,59 @@ lt_tensor *lt_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
 lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights);
 
 /* nn: convolution, normalization, pooling, dropout, random */
+/* conv2d's gradients (aten's convolution_backward): in_shape / w_shape are
+ * the forward's x (N, C, H, W) and w (O, C/groups, kH, kW) shapes; the bias
+ * gradient is lt_sum of grad_out over (0, 2, 3). */
+lt_tensor *lt_conv2d_backward_input(lt_tensor *grad_out, lt_tensor *w, const int64_t in_shape[4],
+                                    const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                                    int64_t groups);
+lt_tensor *lt_conv2d_backward_weight(lt_tensor *grad_out, lt_tensor *x, const int64_t w_shape[4],
+                                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
+                                     int64_t groups);
+/* lt_batch_norm that also returns (new handle in *stats) the (2, C) batch
+ * statistics [mean; biased variance] when it used them (training, or no
+ * running stats), else *stats = NULL. The backward ops take either stats or
+ * the running pair (eval), exactly one of the two: dx, and the (2, C)
+ * [grad_weight; grad_bias]. */
+lt_tensor *lt_batch_norm_ex(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_tensor *running_mean,
+                            lt_tensor *running_var, bool training, double momentum, double eps, lt_tensor **stats);
+lt_tensor *lt_batch_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, lt_tensor *stats,
+                                        lt_tensor *running_mean, lt_tensor *running_var, double eps);
+lt_tensor *lt_batch_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, lt_tensor *stats,
+                                         lt_tensor *running_mean, lt_tensor *running_var, double eps);
+/* Layer norm over the last nnorm dims: its row statistics (2, x's leading
+ * dims, 1 per normalized dim) [mean; 1/sqrt(biased var + eps)], dx, and
+ * the (2, normalized shape) [grad_weight; grad_bias] (both recompute the
+ * statistics from x). */
+lt_tensor *lt_layer_norm_stats(lt_tensor *x, int nnorm, double eps);
+lt_tensor *lt_layer_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, int nnorm,
+                                        double eps);
+lt_tensor *lt_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int nnorm, double eps);
+/* Pooling with PyTorch's options: ceil_mode, count_include_pad and
+ * divisor_override (0: none) of the average; x (N, C, H, W) or (C, H, W).
+ * lt_max_pool2d_indices: int64, each window's maximum as its offset h*W+w
+ * in the plane (aten's max_pool2d_with_indices). The backward ops take the
+ * forward's arguments (max pooling recomputes the argmax from x). An
+ * integer average is PyTorch's: the sum divided with truncation. */
+lt_tensor *lt_max_pool2d_ex(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                            bool ceil_mode);
+lt_tensor *lt_max_pool2d_indices(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                 const int64_t padding[2], bool ceil_mode);
+lt_tensor *lt_max_pool2d_backward(lt_tensor *grad_out, lt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                  const int64_t padding[2], bool ceil_mode);
+lt_tensor *lt_avg_pool2d_ex(lt_tensor *x, const int64_t kernel[2], const int64_t stride[2], const int64_t padding[2],
+                            bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+lt_tensor *lt_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4], const int64_t kernel[2],
+                                  const int64_t stride[2], const int64_t padding[2], bool ceil_mode,
+                                  bool count_include_pad, int64_t divisor_override);
+lt_tensor *lt_adaptive_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4]);
+/* Seeded fills computed in the graph (one node; the seed comes from
+ * lt_manual_seed's generator and is a runtime parameter, so a new draw
+ * every step never recompiles): uniform in [from, to), normal (mean, std),
+ * bernoulli (1 with probability p; any dtype). */
+lt_tensor *lt_rand_uniform(lt_dtype dtype, int ndim, const int64_t *shape, double from, double to);
+lt_tensor *lt_rand_normal(lt_dtype dtype, int ndim, const int64_t *shape, double mean, double std);
+lt_tensor *lt_rand_bernoulli(lt_dtype dtype, int ndim, const int64_t *shape, double p);
 
 /* ---- tensor files ----------------------------------------------------------------- */
 /* safetensors format; the write goes to PATH.tmp, is flushed and renamed. */
@@ -616,6 +669,16 @@ lt_tensor *lt_broadcast_(lt_tensor *t, int root);
  * (call it between lt_backward and lt_optim_step). Parameters without a
  * gradient are skipped; a world of one traces nothing. Borrows. 0 or -1. */
 int  lt_dist_average_grads(int n, lt_tensor *const *params);
+/* Gradient compression of lt_dist_average_grads (every rank must set the
+ * same): LT_GRAD_COMPRESS_BF16 sends float32 gradients as bfloat16, half
+ * the bytes on the wire, as PyTorch DDP's bf16_compress_hook; each rank
+ * sums its 1/N slice of the ranks' bf16 values in float32, in rank order,
+ * and rounds the mean once, so all ranks get the same bits (not those of
+ * an uncompressed mean: each gradient is rounded to bf16 twice). Other
+ * dtypes are averaged as before. Off (NONE) by default. 0, or -1 with an
+ * error for an unknown mode. */
+typedef enum lt_grad_compress { LT_GRAD_COMPRESS_NONE, LT_GRAD_COMPRESS_BF16 } lt_grad_compress;
+int  lt_dist_set_grad_compress(lt_grad_compress mode);
 /* Batch norm in training mode (lt_batch_norm and the models' layers) with
  * the statistics of the GLOBAL batch, all-reduced inside the graph, forward
  * and backward (PyTorch's SyncBatchNorm): N ranks x batch B/N then match one

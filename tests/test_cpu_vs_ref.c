@@ -518,6 +518,8 @@ typedef struct nctx {
     int res;             /* BN_ACT: add g before the relu; BN_RELU_BWD: add g2 to g */
     lt_tensor *o, *g2;   /* BN_RELU_BWD: the relu's output, the residual branch's gradient */
     int keep_g;          /* BN_RELU_BWD: the masked gradient is an output too */
+    int ceil;            /* pooling: ceil_mode (2: also count_include_pad = false) */
+    int64_t divisor;     /* average pooling: divisor_override */
 } nctx;
 
 /* Not an op: dx and the weight/bias gradients of one batch norm in one
@@ -543,11 +545,13 @@ static lt_tensor *make_nn(void *p) {
     case LT_OP_CONV2D: return lt_conv2d(c->x, c->w, c->b, c->st, c->pad, c->dil, c->groups);
     case LT_OP_CONV2D_BWD_INPUT: return nn_conv2d_backward_input(c->g, c->w, c->xs, c->st, c->pad, c->dil, c->groups);
     case LT_OP_CONV2D_BWD_WEIGHT: return nn_conv2d_backward_weight(c->g, c->x, c->ws, c->st, c->pad, c->dil, c->groups);
-    case LT_OP_MAX_POOL2D: return lt_max_pool2d(c->x, c->k, c->st, c->pad);
-    case LT_OP_AVG_POOL2D: return lt_avg_pool2d(c->x, c->k, c->st, c->pad);
+    case LT_OP_MAX_POOL2D: return lt_max_pool2d_ex(c->x, c->k, c->st, c->pad, c->ceil);
+    case LT_OP_AVG_POOL2D: return lt_avg_pool2d_ex(c->x, c->k, c->st, c->pad, c->ceil, c->ceil != 2, c->divisor);
+    case LT_OP_MAX_POOL2D_INDICES: return lt_max_pool2d_indices(c->x, c->k, c->st, c->pad, c->ceil);
     case LT_OP_ADAPTIVE_AVG_POOL2D: return lt_adaptive_avg_pool2d(c->x, c->k);
-    case LT_OP_MAX_POOL2D_BWD: return nn_max_pool2d_backward(c->g, c->x, c->k, c->st, c->pad);
-    case LT_OP_AVG_POOL2D_BWD: return nn_avg_pool2d_backward(c->g, c->xs, c->k, c->st, c->pad);
+    case LT_OP_MAX_POOL2D_BWD: return lt_max_pool2d_backward(c->g, c->x, c->k, c->st, c->pad, c->ceil);
+    case LT_OP_AVG_POOL2D_BWD:
+        return lt_avg_pool2d_backward(c->g, c->xs, c->k, c->st, c->pad, c->ceil, c->ceil != 2, c->divisor);
     case LT_OP_ADAPTIVE_AVG_POOL2D_BWD: return nn_adaptive_avg_pool2d_backward(c->g, c->xs);
     case LT_OP_LINEAR: return lt_linear(c->x, c->w, c->b);
     case BN_PAIR: {
@@ -688,13 +692,25 @@ static void pool_case(int trial) {
     int64_t N = 1 + rint_(3), C = 1 + rint_(20), H = 1 + rint_(9), W = 1 + rint_(9);
     int64_t oH = conv_out(H, c.k[0], c.st[0], c.pad[0], 1), oW = conv_out(W, c.k[1], c.st[1], c.pad[1], 1);
     if (oH < 1 || oW < 1) return;
+    /* PyTorch's options: ceil_mode (a last, partial window), padding not
+     * counted, a divisor_override */
+    c.ceil = trial % 3;
+    c.divisor = trial % 4 == 3 ? 5 : 0;
+    if (c.ceil) {
+        int64_t *o[2] = {&oH, &oW}, in[2] = {H, W};
+        for (int i = 0; i < 2; i++) {
+            *o[i] = (in[i] + 2 * c.pad[i] - c.k[i] + c.st[i] - 1) / c.st[i] + 1;
+            if ((*o[i] - 1) * c.st[i] >= in[i] + c.pad[i]) (*o[i])--;
+        }
+    }
     int64_t xs[4] = {N, C, H, W}, gs[4] = {N, C, oH, oW};
     memcpy(c.xs, xs, sizeof xs);
     c.x = rand_tensor(LT_F32, 4, xs, 0);
     c.g = rand_tensor(LT_F32, 4, gs, 0);
-    int ops[] = {LT_OP_MAX_POOL2D, LT_OP_AVG_POOL2D, LT_OP_MAX_POOL2D_BWD, LT_OP_AVG_POOL2D_BWD};
+    int ops[] = {LT_OP_MAX_POOL2D, LT_OP_AVG_POOL2D, LT_OP_MAX_POOL2D_BWD, LT_OP_AVG_POOL2D_BWD,
+                 LT_OP_MAX_POOL2D_INDICES};
     char what[96];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         snprintf(what, sizeof what, "%s trial %d", g_ops[ops[i]].name, trial);
         c.op = ops[i];
         differential(what, c.op, make_nn, &c, 1e-5);
@@ -1028,6 +1044,14 @@ static lt_tensor *make_x(void *p) {
             r = nn_dropout_backward(a, c->p, c->seed);
         }
         break;
+    case LT_OP_RANDOM: { /* a's dtype and shape; kind: uniform, normal, bernoulli */
+        lt_dtype dt = c->kind == 2 && c->p == 0.25 ? LT_I64 : lt_dtype_of(a);
+        lt_manual_seed((uint64_t)c->seed);
+        r = c->kind == 0   ? lt_rand_uniform(dt, lt_ndim(a), lt_shape(a), -1.0, 2.0)
+            : c->kind == 1 ? lt_rand_normal(dt, lt_ndim(a), lt_shape(a), 0.5, 2.0)
+                           : lt_rand_bernoulli(dt, lt_ndim(a), lt_shape(a), c->p);
+        break;
+    }
     case LT_OP_NLL_LOSS: r = lt_nll_loss(a, c->ix); break;
     case LT_OP_NLL_LOSS_BWD: r = nn_nll_loss_backward(c->g, c->ix, c->n); break;
     case LT_OP_CROSS_ENTROPY: r = lt_cross_entropy(a, c->ix, c->ls); break;
@@ -1211,6 +1235,12 @@ static void dropout_case(int trial) {
         c.seed = (double)(rnd() >> 11);
         xdiff(&c, c.kind ? "%s backward trial %d" : "%s trial %d", trial);
     }
+    c.op = LT_OP_RANDOM; /* the seeded fills: the same hash, a node without operands */
+    for (int k = 0; k < 3; k++) {
+        c.kind = k;
+        c.seed = (double)(rnd() >> 11);
+        xdiff(&c, "%s trial %d", trial);
+    }
     release(&h);
 }
 
@@ -1302,6 +1332,7 @@ static lt_tensor *make_tf(void *p) {
     case LT_OP_LAYER_NORM: r = lt_layer_norm(x, c->nnorm, c->w, c->b, 1e-5); break;
     case LT_OP_LN_BWD_INPUT: r = nn_layer_norm_backward_input(c->g, x, c->w, c->nnorm, 1e-5); break;
     case LT_OP_LN_BWD_PARAMS: r = nn_layer_norm_backward_params(c->g, x, c->nnorm, 1e-5); break;
+    case LT_OP_LN_STATS: r = lt_layer_norm_stats(x, c->nnorm, 1e-5); break;
     case LT_OP_ATTENTION:
         lt_manual_seed((uint64_t)c->seed);
         r = lt_scaled_dot_product_attention(x, c->k, c->v, c->causal, c->p, 0);
@@ -1340,8 +1371,8 @@ static void layer_norm_case(int trial) {
     if (rint_(3)) c.w = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
     if (rint_(3)) c.b = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
     c.g = rand_tensor(dt, nd, s, 0);
-    int ops[3] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS};
-    for (int i = 0; i < 3; i++) {
+    int ops[4] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS, LT_OP_LN_STATS};
+    for (int i = 0; i < 4; i++) {
         c.op = ops[i];
         tf_diff(&c, trial, "");
     }

@@ -23,6 +23,10 @@ namespace ltt {
 struct Store {
     lt_tensor *base = nullptr;
     size_t nbytes = 0;
+    // native_layer_norm's eps on its mean output's storage: torch passes
+    // mean and rstd to the backward, not eps, which the core's backward
+    // ops take (they recompute the statistics). norm.cpp.
+    double eps = -1;
 };
 
 constexpr c10::DeviceType kDevice = c10::DeviceType::PrivateUse1;
@@ -60,15 +64,15 @@ void assign(const at::Tensor &dst, lt_tensor *src, const char *op);
 // The result of an out= kernel: resized as torch's resize_output does, then assigned.
 at::Tensor &assign_out(at::Tensor &out, lt_tensor *src, const char *op);
 
-// Python scalars are runtime parameters of the core (a schedule never recompiles).
-inline double num(const c10::Scalar &s) { return s.toDouble(); }
-// Dims normalized to [0, ndim).
-int dim_of(int64_t d, int64_t ndim, const char *op);
 // The counted CPU fallback (fallback.cpp), for a kernel handed arguments the
 // core does not take (e.g. class weights):
 //   return at::native::call_fallback_fn<&ltt::fallback, at::_ops::op>::call(args...);
 void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
+// Python scalars are runtime parameters of the core (a schedule never recompiles).
+inline double num(const c10::Scalar &s) { return s.toDouble(); }
+// Dims normalized to [0, ndim).
+int dim_of(int64_t d, int64_t ndim, const char *op);
 std::vector<int64_t> shape_of(lt_tensor *h);
 
 }  // namespace ltt

@@ -22,14 +22,16 @@
  *   NULL stride/dilation mean 1, NULL padding means 0 (in every nn op).
  *
  * max_pool2d  lt_max_pool2d(x, kernel, stride, padding)
- *   node  MAX_POOL2D (x) ia [kH, kW, sH, sW, pH, pW, H, W]; NULL stride = kernel
+ *   node  MAX_POOL2D (x) ia [kH, kW, sH, sW, pH, pW, H, W, ceil_mode,
+ *         count_include_pad, divisor_override] (the last three: nn_pool_opt,
+ *         lt_max_pool2d_ex / lt_avg_pool2d_ex); NULL stride = kernel
  *   saves x (the backward recomputes the argmax: first maximum, NaN wins)
- *   dx    nn_max_pool2d_backward(g, x, kernel, stride, padding)
+ *   dx    nn_max_pool2d_backward_opt(g, x, kernel, stride, padding, ia[8..10])
  *
  * avg_pool2d  lt_avg_pool2d(x, kernel, stride, padding)   count_include_pad
- *   node  AVG_POOL2D (x) ia [kH, kW, sH, sW, pH, pW, H, W]
+ *   node  AVG_POOL2D (x) ia as MAX_POOL2D's
  *   saves nothing: x's shape is (N, C of the output, ia[6], ia[7])
- *   dx    nn_avg_pool2d_backward(g, lt_shape(x), kernel, stride, padding)
+ *   dx    nn_avg_pool2d_backward_opt(g, lt_shape(x), kernel, stride, padding, ia[8..10])
  *
  * adaptive_avg_pool2d  lt_adaptive_avg_pool2d(x, out_hw)
  *   node  ADAPTIVE_AVG_POOL2D (x) ia [oH, oW, H, W]
@@ -161,7 +163,19 @@ lt_tensor *nn_conv2d_backward_weight(lt_tensor *grad_out, lt_tensor *x, const in
                                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                                      int64_t groups);
 
-/* pooling */
+/* pooling. The options of PyTorch's pooling beyond lt_max_pool2d's and
+ * lt_avg_pool2d's (floor mode, padding counted): ia[8..10] of the pooling
+ * nodes, which their backward reads back. */
+typedef struct nn_pool_opt {
+    int ceil;            /* ceil_mode */
+    int include_pad;     /* count_include_pad (average only) */
+    int64_t divisor;     /* divisor_override, 0: none (average only) */
+} nn_pool_opt;
+#define NN_POOL_NIA 11
+lt_tensor *nn_max_pool2d_backward_opt(lt_tensor *grad_out, lt_tensor *x, const int64_t kernel[2],
+                                      const int64_t stride[2], const int64_t padding[2], nn_pool_opt opt);
+lt_tensor *nn_avg_pool2d_backward_opt(lt_tensor *grad_out, const int64_t in_shape[4], const int64_t kernel[2],
+                                      const int64_t stride[2], const int64_t padding[2], nn_pool_opt opt);
 lt_tensor *nn_max_pool2d_backward(lt_tensor *grad_out, lt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                                   const int64_t padding[2]);
 lt_tensor *nn_avg_pool2d_backward(lt_tensor *grad_out, const int64_t in_shape[4], const int64_t kernel[2],
@@ -183,9 +197,13 @@ lt_tensor *nn_dropout_backward(lt_tensor *grad_out, double p, double seed);
 
 /* losses: grad_out is the 0-d gradient of the loss. */
 lt_tensor *nn_nll_loss_backward(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes);
+/* reduction 0 none (grad_out (N)), 1 mean, 2 sum; targets == ignore_index skipped */
+lt_tensor *nn_nll_loss_backward_ex(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes, int reduction,
+                                   int64_t ignore_index);
 lt_tensor *nn_cross_entropy_backward(lt_tensor *grad_out, lt_tensor *logits, lt_tensor *target,
                                      double label_smoothing);
 lt_tensor *nn_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b);
+lt_tensor *nn_mse_loss_backward_ex(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction);
 
 /* indexing. scatter_add: base + src scattered along dim at index (PyTorch's
  * scatter_add: index.ndim == base.ndim, index.size(d) <= src.size(d) and,
@@ -197,13 +215,9 @@ lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_
 
 /* transformers (nn_transformer.c) */
 lt_tensor *nn_gelu_backward(lt_tensor *grad_out, lt_tensor *x, bool tanh_form);
-/* reduction 0 none (grad_out (N)), 1 mean, 2 sum; targets == ignore_index skipped */
-lt_tensor *nn_nll_loss_backward_ex(lt_tensor *grad_out, lt_tensor *target, int64_t num_classes, int reduction,
-                                   int64_t ignore_index);
 lt_tensor *nn_layer_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, int nnorm, double eps);
 lt_tensor *nn_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int nnorm, double eps);
 /* seed_out (may be NULL): the dropout seed drawn (0 without dropout). */
-lt_tensor *nn_mse_loss_backward_ex(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b, int reduction);
 lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
                         double *seed_out);
 lt_tensor *nn_attention_backward(lt_tensor *grad_out, lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *out,

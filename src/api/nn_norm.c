@@ -73,15 +73,15 @@ lt_tensor *nn_batch_norm(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, lt_te
     if (!(eps >= 0) || !isfinite(eps)) return err_set(LT_ERR_ARG, "%s: argument 'eps' is %g; must be >= 0", fn, eps);
     if (!isfinite(momentum)) return err_set(LT_ERR_ARG, "%s: argument 'momentum' is %g; must be finite", fn, momentum);
     int64_t C = x->shape[1], cnt = per_channel(x);
-    if (training && cnt <= 1)
-        return err_set(LT_ERR_SHAPE, "%s: expected more than 1 value per channel when training, got 'x' %s", fn,
-                       SHAPE_STR(x->ndim, x->shape));
+    /* Without running stats there is nothing else to normalize with: batch
+     * statistics in evaluation mode too (PyTorch's BatchNorm2d with
+     * track_running_stats=False; its CPU kernel crashes on this call). */
+    int batch = training || !running_mean;
+    if (batch && cnt <= 1)
+        return err_set(LT_ERR_SHAPE, "%s: expected more than 1 value per channel when %s, got 'x' %s", fn,
+                       training ? "training" : "using batch statistics (no running stats)", SHAPE_STR(x->ndim, x->shape));
     if (training && running_mean && (running_mean->overlaps || running_var->overlaps))
         return err_set(LT_ERR_STATE, "%s: running stats ('running_mean', 'running_var') are written in place and must not be an expanded view", fn);
-    if (!training && !running_mean) /* nn layers without running stats pass training = true, as PyTorch's */
-        return err_set(LT_ERR_ARG, "%s: arguments 'running_mean' and 'running_var' must be given in evaluation mode "
-                       "(training = false)", fn);
-    int batch = training;
     /* Synchronized batch norm (nn_sync_bn.c): the global batch's statistics. */
     int sync = training && g_sync_bn && dist_world() > 1;
     lt_tensor *gst = NULL;

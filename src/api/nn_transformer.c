@@ -87,6 +87,22 @@ lt_tensor *nn_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int 
     return t;
 }
 
+/* aten's native_layer_norm outputs mean and rstd besides y: (2, x's
+ * leading dims, 1 per normalized dim) [mean; rstd], one node (LN_STATS). */
+lt_tensor *lt_layer_norm_stats(lt_tensor *x, int nnorm, double eps) {
+    static const char fn[] = "lt_layer_norm_stats";
+    API_ENTER();
+    if (check_ln(fn, x, nnorm) || check_eps(fn, eps)) return NULL;
+    if (x->ndim + 1 > LT_MAX_DIMS)
+        return err_set(LT_ERR_SHAPE, "%s: argument 'x' %s has %d dims; at most %d", fn, SHAPE_STR(x->ndim, x->shape),
+                       x->ndim, LT_MAX_DIMS - 1);
+    int64_t ia[1] = {nnorm}, shape[LT_MAX_DIMS] = {2};
+    for (int d = 0; d < x->ndim; d++) shape[1 + d] = d < x->ndim - nnorm ? x->shape[d] : 1;
+    lt_tensor *t = nn_node(LT_OP_LN_STATS, (lt_dtype)x->dtype, x->ndim + 1, shape, 1, &x, 1, ia, 1, &eps);
+    API_LEAVE(fn, t);
+    return t;
+}
+
 /* ---- attention ---- */
 
 /* q, k, v: one float dtype, one shape (..., T, D) with at most

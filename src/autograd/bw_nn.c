@@ -20,6 +20,8 @@ unsigned ag_nn_saves(int op, unsigned need, const int64_t *ia) {
 }
 
 
+static nn_pool_opt pool_opt(const int64_t *ia) { return (nn_pool_opt){(int)ia[8], (int)ia[9], ia[10]}; }
+
 int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     const int64_t *ia = f->ia;
     switch (f->op) {
@@ -28,10 +30,12 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(1)) gi[1] = nn_conv2d_backward_weight(g, SAVED(0), f->next[1]->shape, ia, ia + 2, ia + 4, ia[6]);
         if (f->nin > 2 && NEED(2)) gi[2] = lt_sum(g, 3, (int[]){0, 2, 3}, false);
         break;
-    case LT_OP_MAX_POOL2D: /* ia [kH, kW, sH, sW, pH, pW, H, W] */
-        gi[0] = nn_max_pool2d_backward(g, SAVED(0), ia, ia + 2, ia + 4);
+    case LT_OP_MAX_POOL2D: /* ia [kH, kW, sH, sW, pH, pW, H, W, ceil, count_include_pad, divisor] */
+        gi[0] = nn_max_pool2d_backward_opt(g, SAVED(0), ia, ia + 2, ia + 4, pool_opt(ia));
         break;
-    case LT_OP_AVG_POOL2D: gi[0] = nn_avg_pool2d_backward(g, f->next[0]->shape, ia, ia + 2, ia + 4); break;
+    case LT_OP_AVG_POOL2D:
+        gi[0] = nn_avg_pool2d_backward_opt(g, f->next[0]->shape, ia, ia + 2, ia + 4, pool_opt(ia));
+        break;
     case LT_OP_ADAPTIVE_AVG_POOL2D: gi[0] = nn_adaptive_avg_pool2d_backward(g, f->next[0]->shape); break;
     case LT_OP_BN_APPLY: { /* ia [batch, has_w, has_b] sc [eps] */
         int b = (int)ia[0], wi = bn_w(ia), bi = wi + (int)ia[1];

@@ -514,7 +514,7 @@ static int conv_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, const uint
     return rc;
 }
 
-/* AVG_POOL2D (x), AVG_POOL2D_BWD (g); ia [kH, kW, sH, sW, pH, pW, H, W].
+/* AVG_POOL2D (x), AVG_POOL2D_BWD (g); ia [kH, kW, sH, sW, pH, pW, H, W, ...].
  * Plain NCHW throughout: pooling is memory-bound, a reorder would double
  * its traffic. Max pooling is not here: oneDNN's max drops a NaN where
  * PyTorch's propagates it (nn_fast.c, pool_blocked.c run it). */
@@ -527,7 +527,11 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
     md4(&ou, os, dt_of(x), dnnl_nchw);
     dnnl_dims_t k = {ia[0], ia[1]}, str = {ia[2], ia[3]}, pl = {ia[4], ia[5]};
     dnnl_dims_t pr = {(os[2] - 1) * ia[2] + ia[0] - xs[2] - ia[4], (os[3] - 1) * ia[3] + ia[1] - xs[3] - ia[5]};
-    dnnl_alg_kind_t alg = dnnl_pooling_avg_include_padding;
+    /* PyTorch's divisor counts padding only up to the padded image: a
+     * ceil_mode window past it, a divisor_override and integers run the
+     * reference kernel (ia[8..10]: ceil_mode, count_include_pad, divisor) */
+    if (!dtype_is_float((lt_dtype)x->dtype) || ia[10] || (ia[9] && (pr[0] > pl[0] || pr[1] > pl[1]))) return -1;
+    dnnl_alg_kind_t alg = ia[9] ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
     dnnl_prop_kind_t prop = y->op == LT_OP_AVG_POOL2D_BWD ? dnnl_forward_training : dnnl_forward_inference;
     dnnl_pooling_desc_t fd, bd;
     dnnl_primitive_desc_t fpd, pd;

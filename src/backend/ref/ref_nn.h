@@ -38,6 +38,11 @@ void ref_attention(const gnode *y, const ref_arg *in, const double *sc, void *ou
 void ref_attention_bwd(const gnode *y, const ref_arg *in, const double *sc, void *out);
 int64_t ref_attention_scratch(const gnode *y); /* doubles of ref_scratch either attention kernel needs */
 void ref_grad_norm(const gnode *y, const ref_arg *in, void *out);
+/* The PyTorch device's nn family: max pooling's indices (ref_nn_pool.c), layer
+ * norm's row statistics (ref_nn_transformer.c), seeded fills (ref_random.c). */
+void ref_max_pool2d_indices(const gnode *y, const ref_arg *in, void *out);
+void ref_ln_stats(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_random(const gnode *y, const double *sc, void *out);
 
 /* The mean and biased variance of row `row` of n elements of x (a float
  * dtype), accumulated in float for float32 and bfloat16, in PyTorch's order

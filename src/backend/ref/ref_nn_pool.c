@@ -1,7 +1,9 @@
 /* Reference pooling, forward and backward, with PyTorch's window rules.
- * MAX/AVG ia: [kH, kW, sH, sW, pH, pW]; ceil_mode is false. Max pooling
- * pads with -inf (padding is never a candidate); average pooling counts
- * the padding (count_include_pad = true). */
+ * MAX/AVG ia: [kH, kW, sH, sW, pH, pW, H, W, ceil_mode, count_include_pad,
+ * divisor_override]; ceil_mode is in the output shape already. Max pooling
+ * pads with -inf (padding is never a candidate); average pooling divides
+ * by the window clipped to the padded image (count_include_pad), or to the
+ * image, or by divisor_override when it is not 0. */
 #include "ref_nn.h"
 
 typedef struct win {
@@ -19,6 +21,8 @@ static win window(const int64_t *ia, int64_t H, int64_t W, int64_t oh, int64_t o
     if (r.w0 < 0) r.w0 = 0;
     if (r.h1 > H) r.h1 = H;
     if (r.w1 > W) r.w1 = W;
+    if (!ia[9]) r.size = (double)((r.h1 - r.h0) * (r.w1 - r.w0));
+    if (ia[10]) r.size = (double)ia[10];
     return r;
 }
 
@@ -51,6 +55,12 @@ void ref_pool2d(const gnode *y, const ref_arg *in, void *out) {
                 double v = 0;
                 if (y->op == LT_OP_MAX_POOL2D) {
                     v = ld_f(x->data, x->dtype, p * H * W + argmax_in(x, p * H * W, r, W));
+                } else if (!dtype_is_float((lt_dtype)x->dtype)) { /* PyTorch: an integer sum, truncated */
+                    int64_t sum = 0;
+                    for (int64_t h = r.h0; h < r.h1; h++)
+                        for (int64_t w = r.w0; w < r.w1; w++) sum += ld_i(x->data, x->dtype, p * H * W + h * W + w);
+                    st_i(out, (lt_dtype)y->dtype, (p * oH + oh) * oW + ow, sum / (int64_t)r.size);
+                    continue;
                 } else {
                     for (int64_t h = r.h0; h < r.h1; h++)
                         for (int64_t w = r.w0; w < r.w1; w++) v += ld_f(x->data, x->dtype, p * H * W + h * W + w);
@@ -58,6 +68,18 @@ void ref_pool2d(const gnode *y, const ref_arg *in, void *out) {
                 }
                 st_f(out, (lt_dtype)y->dtype, (p * oH + oh) * oW + ow, v);
             }
+}
+
+/* MAX_POOL2D_INDICES in: x (N, C, H, W) -> int64 (N, C, oH, oW): the
+ * offset within its plane of each window's maximum, as aten's
+ * max_pool2d_with_indices (the element MAX_POOL2D picks). */
+void ref_max_pool2d_indices(const gnode *y, const ref_arg *in, void *out) {
+    const ref_arg *x = &in[0];
+    int64_t H = x->shape[2], W = x->shape[3], oH = y->shape[2], oW = y->shape[3];
+    for (int64_t p = 0; p < y->shape[0] * y->shape[1]; p++)
+        for (int64_t oh = 0; oh < oH; oh++)
+            for (int64_t ow = 0; ow < oW; ow++)
+                ((int64_t *)out)[(p * oH + oh) * oW + ow] = argmax_in(x, p * H * W, window(y->ia, H, W, oh, ow), W);
 }
 
 /* MAX_POOL2D_BWD in: grad_out (N, C, oH, oW), x (N, C, H, W);

@@ -187,3 +187,17 @@ void ref_grad_norm(const gnode *y, const ref_arg *in, void *out) {
         }
     st_f(out, (lt_dtype)y->dtype, 0, sqrt(s));
 }
+
+/* LN_STATS in: x -> (2, rows..., 1...) [mean; rstd] of each row, as the
+ * layer norm above computes them (aten's native_layer_norm outputs).
+ * ia [nnorm]; sc [eps]. */
+void ref_ln_stats(const gnode *y, const ref_arg *in, const double *sc, void *out) {
+    const ref_arg *x = &in[0];
+    int64_t inner = ln_inner(x, y->ia[0]), rows = inner ? x->numel / inner : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double m, rs;
+        ln_row_stats(x, r, inner, sc[0], &m, &rs);
+        st_f(out, (lt_dtype)y->dtype, r, m);
+        st_f(out, (lt_dtype)y->dtype, rows + r, rs);
+    }
+}
