@@ -29,21 +29,24 @@ static at::Tensor &threshold_backward_out(const at::Tensor &g, const at::Tensor 
     return write_out(out, lt_threshold_backward(dg, x, num(threshold)), "threshold_backward.grad_input");
 }
 
+// hardtanh of an integer tensor stays integer, its bounds truncated (torch's clamp of the same dtype).
+static lt_tensor *hardtanh_h(const at::Tensor &self, const c10::Scalar &lo, const c10::Scalar &hi, const char *op) {
+    TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+    Val a(self, op);
+    if (!at::isFloatingType(self.scalar_type())) return lt_clamp_int(a, (double)lo.toLong(), (double)hi.toLong());
+    return lt_clamp(a, num(lo), num(hi));
+}
 static at::Tensor hardtanh(const at::Tensor &self, const c10::Scalar &lo, const c10::Scalar &hi) {
-    check_float(self, "hardtanh");
-    Val a(self, "hardtanh");
-    return wrap(lt_clamp(a, num(lo), num(hi)), "hardtanh");
+    return wrap(hardtanh_h(self, lo, hi, "hardtanh"), "hardtanh");
 }
 static at::Tensor &hardtanh_(at::Tensor &self, const c10::Scalar &lo, const c10::Scalar &hi) {
-    check_float(self, "hardtanh_");
+    if (!at::isFloatingType(self.scalar_type())) return write(self, hardtanh_h(self, lo, hi, "hardtanh_"), "hardtanh_");
     Val a(self, "hardtanh_");
     check(lt_clamp_(a, num(lo), num(hi)), "hardtanh_");
     return self;
 }
 static at::Tensor &hardtanh_out(const at::Tensor &self, const c10::Scalar &lo, const c10::Scalar &hi, at::Tensor &out) {
-    check_float(self, "hardtanh.out");
-    Val a(self, "hardtanh.out");
-    return write_out(out, lt_clamp(a, num(lo), num(hi)), "hardtanh.out");
+    return write_out(out, hardtanh_h(self, lo, hi, "hardtanh.out"), "hardtanh.out");
 }
 static at::Tensor hardtanh_backward(const at::Tensor &g, const at::Tensor &self, const c10::Scalar &lo,
                                    const c10::Scalar &hi) {

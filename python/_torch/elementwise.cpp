@@ -110,10 +110,11 @@ static void check_alpha(const at::Tensor &self, const at::Tensor &other, const c
                 "Boolean alpha only supported for Boolean results.");
 }
 
-static void check_sub(const at::Tensor &self, const at::Tensor &other) {
-    TORCH_CHECK(self.scalar_type() != at::kBool && other.scalar_type() != at::kBool,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. "
-                "Use the `^` or `logical_xor()` operator instead.");
+static void check_sub(bool a_bool, bool b_bool) {
+    TORCH_CHECK(!(a_bool && b_bool), "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                     "Use the `^` or `logical_xor()` operator instead.");
+    TORCH_CHECK(!a_bool && !b_bool, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                                    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
 
 // ---- add / sub / rsub ------------------------------------------------------------
@@ -159,12 +160,10 @@ static at::Tensor &add_s_(at::Tensor &self, const c10::Scalar &other, const c10:
 static lt_tensor *sub_h(const at::Tensor &self, const at::Tensor &other, const c10::Scalar &alpha, const char *op) {
     c10::Scalar s;
     if (wrapped_scalar(other, s)) {
-        TORCH_CHECK(self.scalar_type() != at::kBool || !s.isBoolean(),
-                    "Subtraction, the `-` operator, with two bool tensors is not supported. "
-                    "Use the `^` or `logical_xor()` operator instead.");
+        check_sub(self.scalar_type() == at::kBool, s.isBoolean());
         return add_scalar(self, s, -alpha, op);
     }
-    check_sub(self, other);
+    check_sub(self.scalar_type() == at::kBool, other.scalar_type() == at::kBool);
     check_alpha(self, other, alpha, op);
     Val a(self, op), b(other, op);
     double al = num(alpha);
@@ -180,14 +179,17 @@ static at::Tensor &sub_out(const at::Tensor &self, const at::Tensor &other, cons
     return write_out(out, sub_h(self, other, alpha, "sub.out"), "sub.out");
 }
 static at::Tensor sub_s(const at::Tensor &self, const c10::Scalar &other, const c10::Scalar &alpha) {
+    check_sub(self.scalar_type() == at::kBool, other.isBoolean());
     return wrap(add_scalar(self, other, -alpha, "sub"), "sub");
 }
 static at::Tensor &sub_s_(at::Tensor &self, const c10::Scalar &other, const c10::Scalar &alpha) {
+    check_sub(self.scalar_type() == at::kBool, other.isBoolean());
     return write(self, add_scalar(self, other, -alpha, "sub_"), "sub_");
 }
 
 // rsub: other - alpha self. A scalar other takes two nodes (-alpha self, + other).
 static lt_tensor *rsub_scalar(const at::Tensor &self, const c10::Scalar &other, const c10::Scalar &alpha, const char *op) {
+    check_sub(other.isBoolean(), self.scalar_type() == at::kBool);
     Owned m(mul_scalar(self, -alpha, op));
     check(m, op);
     if (!is_float(self) && integral(other)) return lt_add_scalar_int(m, other.toLong());
@@ -665,6 +667,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(#name ".out", TORCH_FN(name##_out));
     REG_UNARY(neg) REG_UNARY(exp) REG_UNARY(log) REG_UNARY(sqrt) REG_UNARY(rsqrt) REG_UNARY(abs) REG_UNARY(erf)
     REG_UNARY(sign) REG_UNARY(reciprocal)
+    m.impl("sgn", TORCH_FN(sign));  // real dtypes: sign (abs's backward calls it)
+    m.impl("sgn_", TORCH_FN(sign_));
+    m.impl("sgn.out", TORCH_FN(sign_out));
 }
 
 }  // namespace ltt

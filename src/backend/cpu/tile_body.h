@@ -206,7 +206,7 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_HARDSWISH: LOOP(DX * fmin(fmax(DX + 3.0, 0.0), 6.0) / 6.0); break;
         case LT_OP_HARDSWISH_BWD: LOOP(DY < -3.0 ? 0.0 : DY <= 3.0 ? DX * (DY / 3.0 + 0.5) : DX); break;
         case LT_OP_HARDSIGMOID: LOOP(fmin(fmax(DX + 3.0, 0.0), 6.0) / 6.0); break;
-        case LT_OP_HARDSIGMOID_BWD: LOOP(DY > -3.0 && DY < 3.0 ? DX / 6.0 : 0.0); break;
+        case LT_OP_HARDSIGMOID_BWD: LOOP(DY > -3.0 && DY < 3.0 ? DX * (double)(1.0f / 6.0f) : 0.0); break;
         case LT_OP_THRESHOLD_BWD: LOOP(Y <= s0 ? (T)0 : X); break; /* the bounds in T, as torch's */
         case LT_OP_HARDTANH_BWD: LOOP(Y <= s0 || Y >= s1 ? (T)0 : X); break;
         case LT_OP_SIGMOID_BWD: LOOP(DX * (1.0 - DY) * DY); break;

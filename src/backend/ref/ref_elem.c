@@ -65,7 +65,7 @@ static double f_apply(int op, const double *x, const double *s, int single) {
     case LT_OP_HARDSWISH: return a * fmin(fmax(a + 3.0, 0.0), 6.0) / 6.0;
     case LT_OP_HARDSWISH_BWD: return b < -3.0 ? 0.0 : b <= 3.0 ? a * (b / 3.0 + 0.5) : a;
     case LT_OP_HARDSIGMOID: return fmin(fmax(a + 3.0, 0.0), 6.0) / 6.0;
-    case LT_OP_HARDSIGMOID_BWD: return b > -3.0 && b < 3.0 ? a / 6.0 : 0.0;
+    case LT_OP_HARDSIGMOID_BWD: return b > -3.0 && b < 3.0 ? a * (double)(1.0f / 6.0f) : 0.0; /* torch's constant */
     case LT_OP_THRESHOLD_BWD: return b <= ref_scalar_in(s[0], single) ? 0.0 : a;
     case LT_OP_HARDTANH_BWD: return b <= ref_scalar_in(s[0], single) || b >= ref_scalar_in(s[1], single) ? 0.0 : a;
     case LT_OP_SIGMOID_BWD: return a * (1.0 - b) * b;
