@@ -679,6 +679,16 @@ int  lt_dist_average_grads(int n, lt_tensor *const *params);
  * error for an unknown mode. */
 typedef enum lt_grad_compress { LT_GRAD_COMPRESS_NONE, LT_GRAD_COMPRESS_BF16 } lt_grad_compress;
 int  lt_dist_set_grad_compress(lt_grad_compress mode);
+/* Gradient compression of lt_dist_average_grads (every rank must set the
+ * same): LT_GRAD_COMPRESS_BF16 sends float32 gradients as bfloat16, half
+ * the bytes on the wire, as PyTorch DDP's bf16_compress_hook; each rank
+ * sums its 1/N slice of the ranks' bf16 values in float32, in rank order,
+ * and rounds the mean once, so all ranks get the same bits (not those of
+ * an uncompressed mean: each gradient is rounded to bf16 twice). Other
+ * dtypes are averaged as before. Off (NONE) by default. 0, or -1 with an
+ * error for an unknown mode. */
+typedef enum lt_grad_compress { LT_GRAD_COMPRESS_NONE, LT_GRAD_COMPRESS_BF16 } lt_grad_compress;
+int  lt_dist_set_grad_compress(lt_grad_compress mode);
 /* Batch norm in training mode (lt_batch_norm and the models' layers) with
  * the statistics of the GLOBAL batch, all-reduced inside the graph, forward
  * and backward (PyTorch's SyncBatchNorm): N ranks x batch B/N then match one

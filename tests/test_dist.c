@@ -250,6 +250,74 @@ TEST(requires_grad) {
     lt_free(p);
 }
 
+/* Gradient compression (lt_dist_set_grad_compress): rank r's gradient is
+ * coef(r, i), not a bfloat16 value, so each is rounded on the way: the
+ * mean must be bf16(sum over r of bf16(coef(r, i)), in float32 in rank
+ * order, / W), the same bits on every rank, on both backends, with half
+ * the bytes on the wire; float64 gradients are averaged uncompressed, and
+ * a world of one traces nothing. */
+static float coef(int r, int64_t i) { return (float)(sin((double)i * 0.37 + r) * 3.3); }
+
+TEST(grad_compress_bf16) {
+    static const int64_t shapes[3][2] = {{1000, 1}, {7, 1}, {3, 5}};
+    double wire[2] = {0, 0};
+    for (int be = 0; be < 2; be++)
+        for (int comp = 0; comp < 2; comp++) {
+            exec_set_backend(be);
+            CHECK(!lt_dist_set_grad_compress(comp ? LT_GRAD_COMPRESS_BF16 : LT_GRAD_COMPRESS_NONE));
+            lt_tensor *p[4], *c[4];
+            for (int k = 0; k < 4; k++) {
+                lt_dtype dt = k == 3 ? LT_F64 : LT_F32;
+                int64_t n = k == 3 ? 4 : shapes[k][0] * shapes[k][1];
+                double *v = malloc(sizeof *v * (size_t)n);
+                for (int64_t i = 0; i < n; i++) v[i] = coef(R, i + 1000 * k);
+                lt_tensor *f = lt_from_data(v, LT_F64, k == 3 ? 1 : 2, k == 3 ? &n : shapes[k]);
+                c[k] = lt_to_dtype(f, dt);
+                p[k] = lt_zeros(dt, lt_ndim(c[k]), lt_shape(c[k]));
+                lt_set_requires_grad(p[k], true);
+                lt_free(f), free(v);
+            }
+            for (int k = 0; k < 4; k++) { /* d/dp sum(p * c) = c */
+                lt_tensor *m = lt_mul(p[k], c[k]), *l = lt_sum(m, 0, NULL, false);
+                lt_backward(l);
+                lt_free(m), lt_free(l);
+            }
+            double w0 = lt_metric("CommWireBytes");
+            CHECK(!lt_dist_average_grads(4, p));
+            lt_mark_step();
+            if (be == 1) wire[comp] = lt_metric("CommWireBytes") - w0;
+            for (int k = 0; k < 4; k++) {
+                double *g = h_read(lt_grad(p[k]));
+                for (int64_t i = 0; i < lt_numel(p[k]); i++) {
+                    double e;
+                    if (k == 3 || !comp || W == 1) { /* the plain mean, in the dtype */
+                        double s = 0;
+                        for (int r = 0; r < W; r++) s += k == 3 ? (double)coef(r, i + 1000 * k) : (float)coef(r, i + 1000 * k);
+                        e = k == 3 ? s / W : (double)(float)((float)s / (float)W);
+                        if (k != 3 && W > 2) e = g[i]; /* float32 sums of 3 ranks: MPI's order, not checked here */
+                    } else {
+                        float s = 0;
+                        for (int r = 0; r < W; r++) s += bf16_round(coef(r, i + 1000 * k));
+                        e = bf16_round(s / (float)W);
+                    }
+                    if (g[i] != e) {
+                        h_fail(__FILE__, __LINE__, "grad_compress %s, backend %d, parameter %d element %lld: %.9g, expected %.9g (rank %d of %d)",
+                               comp ? "bf16" : "none", be, k, (long long)i, g[i], e, R, W);
+                        break;
+                    }
+                }
+                free(g);
+                lt_free(p[k]), lt_free(c[k]);
+            }
+        }
+    if (W > 1) /* mostly the 1022 float32 values: 2 bytes each on the wire instead of 4 */
+        CHECK_MSG(wire[1] > 0 && wire[1] < 0.55 * wire[0], "bytes on the wire: %g compressed, %g not", wire[1], wire[0]);
+    CHECK(lt_dist_set_grad_compress((lt_grad_compress)5) == -1);
+    CHECK_ERR(LT_ERR_ARG);
+    lt_dist_set_grad_compress(LT_GRAD_COMPRESS_NONE);
+    exec_set_backend(-1);
+}
+
 int main(void) {
     CHECK(lt_dist_init() == 0);
     R = lt_dist_rank();
@@ -262,5 +330,6 @@ int main(void) {
     RUN(buckets_coalesce);
     RUN(mismatched_graphs_error);
     RUN(requires_grad);
+    RUN(grad_compress_bf16);
     return h_report();
 }

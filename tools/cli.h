@@ -35,6 +35,8 @@ typedef struct cli_opts {
     const char *save, *resume, *trace_file, *report, *plot;
     bool metrics, augment;
     bool sync_bn;             /* several processes: batch statistics of the global batch */
+    const char *grad_compress; /* several processes: none | bf16 (gradients on the wire) */
+    int64_t save_every;       /* with save: also checkpoint every N steps (0: at the end only) */
     int64_t test_size;        /* -1: whole test set, 0: no evaluation */
     int64_t eval_batch;
     int64_t log_every;        /* non-terminal progress: a line every N steps */
@@ -101,6 +103,7 @@ typedef struct run_stats {
     int64_t images_skipped, images_decoded; /* image folders */
     int world;                        /* processes (mpirun -np); the global batch is batch * world */
     double comm_exposed_s;            /* time the steps waited on communication */
+    double comm_wire_bytes;           /* bytes this rank sent for the steps' collectives (estimate, dist.c) */
 } run_stats;
 
 /* train.c */

@@ -27,6 +27,7 @@ void opts_defaults(cli_opts *o) {
     o->eval_batch = 0; /* the training batch: evaluation never needs more memory than training */
     o->log_every = 50;
     o->precision = "fp32";
+    o->grad_compress = "none";
     o->workers = -1;
     o->resize = -1;
     o->bad_images = "skip";
@@ -80,11 +81,16 @@ static const struct opt {
      "random crop (pad 2) and horizontal flip; image folders: RandomResizedCrop and horizontal flip", "off"},
     {"sync-bn", NULL, FLAG, O(sync_bn), NULL,
      "under mpirun: batch norm over the global batch, as PyTorch's SyncBatchNorm", "off (per process)"},
+    {"grad-compress", "NAME", STR, O(grad_compress), "none|bf16",
+     "under mpirun: bf16 sends the gradients as bfloat16, half the bytes (each rank sums its slice in float32)",
+     "none"},
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
      "all; fake: 1000"},
     {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},
     {"save", "PATH", STR, O(save), NULL,
      "write a safetensors checkpoint (model, optimizer, step, loss history) at the end or when interrupted", "none"},
+    {"save-every", "N", I64, O(save_every), NULL,
+     "with --save: also write it every N steps, so that a crash or a lost rank leaves a recent one", "0 = off"},
     {"resume", "PATH", STR, O(resume), NULL, "start from a checkpoint; continues its step count and loss curve",
      "none"},
     {"trace-file", "PATH", STR, O(trace_file), NULL, "Chrome/Perfetto timeline (sets LT_TRACE_FILE)", "none"},

@@ -27,6 +27,7 @@ void report_json(FILE *f, const run_stats *st) {
     fprintf(f, "\"world_size\": %lld, \"global_batch\": %lld, ", (long long)world, (long long)(st->batch * world));
     num(f, "images_per_sec", st->wall_s > 0 ? (double)(st->steps * st->batch * world) / st->wall_s : NAN, ", ");
     num(f, "comm_exposed_ms_per_step", per_step(st->comm_exposed_s, st->steps), ", ");
+    count(f, "bytes_on_wire_per_step", st->steps ? st->comm_wire_bytes / (double)st->steps : NAN, ", ");
     num(f, "trace_ms_per_step", per_step(st->trace_s, st->steps), ", ");
     num(f, "compile_ms_total", st->compile_s * 1e3, ", ");
     num(f, "execute_ms_per_step", per_step(st->exec_s, st->steps), ", ");
@@ -80,6 +81,9 @@ void report_table(FILE *f, const run_stats *st) {
     if (st->world > 1)
         fprintf(f, "  %-22s %12d x batch %lld = %lld, waited on communication %.1f ms/step\n", "processes", st->world,
                 (long long)st->batch, (long long)st->batch * st->world, per_step(st->comm_exposed_s, st->steps));
+    if (st->world > 1 && st->steps)
+        fprintf(f, "  %-22s %12.2f MB/step sent by each process (estimate)\n", "on the wire",
+                st->comm_wire_bytes / (double)st->steps / 1e6);
     if (isfinite(st->peak_bytes) && st->peak_bytes > 0)
         fprintf(f, "  %-22s %12.1f MiB\n", "peak memory", st->peak_bytes / (1024.0 * 1024.0));
     fflush(f);

@@ -79,6 +79,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
     progress pg;
     progress_init(&pg, human ? stderr : NULL, total, o->log_every);
     double t_run = cli_now(), mark_s = 0, comp_s = 0, exposed0 = lt_metric("CommExposedTime");
+    double wire0 = lt_metric("CommWireBytes");
     int rc = 0;
     for (int64_t step = start; step < total; step++) {
         if (interrupted()) {
@@ -115,6 +116,11 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
         double el = st->data_s + st->trace_s + mark_s, per = (cli_now() - t_run) / (double)st->steps;
         progress_update(&pg, step + 1, lv, (double)(st->steps * tr->batch * st->world) / el, (t2 - t1) * 1e3,
                         (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
+        if (o->save && o->save_every > 0 && (step + 1) % o->save_every == 0 && step + 1 < total &&
+            lt_dist_rank() == 0 && net_save(net, o, o->save, st)) { /* written to PATH.tmp, then renamed */
+            rc = -1;
+            break;
+        }
         if (b == nb - 1 || step + 1 == total) { /* end of an epoch, or of the run */
             progress_done(&pg);
             double acc = evaluate(net, te, o, human ? stderr : NULL);
@@ -137,6 +143,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
     st->batch = tr->batch;
     batches_stats(tr, &st->images_skipped, &st->images_decoded);
     st->comm_exposed_s = lt_metric("CommExposedTime") - exposed0;
+    st->comm_wire_bytes = lt_metric("CommWireBytes") - wire0;
     return rc;
 }
 
@@ -196,7 +203,13 @@ int cmd_train(const cli_opts *o, run_stats *out) {
     FILE *human = o->quiet ? NULL : o->report ? stderr : stdout; /* stdout carries only the JSON then */
     int world = lt_dist_world_size();
     if (lt_dist_rank() != 0) human = NULL; /* several ranks: rank 0 speaks for all */
+    if (o->save_every < 0 || (o->save_every > 0 && !o->save)) {
+        fprintf(stderr, "lazytensor: --save-every %lld needs --save PATH (the file it rewrites) and N >= 1\n",
+                (long long)o->save_every);
+        return CLI_USAGE;
+    }
     lt_dist_set_sync_bn(o->sync_bn);
+    lt_dist_set_grad_compress(strcmp(o->grad_compress, "bf16") ? LT_GRAD_COMPRESS_NONE : LT_GRAD_COMPRESS_BF16);
     cli_batches tr, te;
     run_stats st = {.world = world};
     if (!strcmp(o->data, "text")) { /* a GPT on bytes: tools/text.c */

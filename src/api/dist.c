@@ -61,6 +61,19 @@ lt_tensor *lt_broadcast_(lt_tensor *t, int root) {
     return collective(fn, t, LT_OP_BROADCAST, root);
 }
 
+/* lt_dist_set_grad_compress: the reduction lt_dist_average_grads traces
+ * for float32 gradients (part of the node, so of the graph key: turning it
+ * on or off compiles the step anew, never runs a stale graph). */
+static int grad_reduce = DIST_MEAN;
+
+int lt_dist_set_grad_compress(lt_grad_compress mode) {
+    if (mode != LT_GRAD_COMPRESS_NONE && mode != LT_GRAD_COMPRESS_BF16)
+        return err_set(LT_ERR_ARG, "lt_dist_set_grad_compress: argument 'mode' is %d; expected "
+                                   "LT_GRAD_COMPRESS_NONE or LT_GRAD_COMPRESS_BF16", (int)mode), -1;
+    grad_reduce = mode == LT_GRAD_COMPRESS_BF16 ? DIST_MEAN_BF16 : DIST_MEAN;
+    return 0;
+}
+
 int lt_dist_average_grads(int n, lt_tensor *const *params) {
     static const char fn[] = "lt_dist_average_grads";
     if (n < 0 || (n > 0 && !params))
@@ -71,7 +84,9 @@ int lt_dist_average_grads(int n, lt_tensor *const *params) {
     for (int i = 0; i < n && rc == 0; i++) {
         if (api_check(fn, "params[i]", params[i])) rc = -1;
         lt_tensor *g = rc ? NULL : lt_grad(params[i]);
-        if (g && !lt_all_reduce_(g, LT_REDUCE_MEAN)) rc = -1;
+        if (g && grad_reduce == DIST_MEAN_BF16 && lt_dtype_of(g) == LT_F32)
+            rc = collective(fn, g, LT_OP_ALL_REDUCE, DIST_MEAN_BF16) ? 0 : -1;
+        else if (g && !lt_all_reduce_(g, LT_REDUCE_MEAN)) rc = -1;
     }
     lt_no_grad_end();
     return rc;

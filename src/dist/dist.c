@@ -1,11 +1,7 @@
 /* The process group over MPI; a world of one without it (dist.h). */
-#include "dist.h"
+#include "dist_mpi.h"
 
 #include "../prof/prof.h"
-
-#ifdef LT_HAVE_MPI
-#include <mpi.h>
-#endif
 
 static int inited, finalized, world = 1, rank, local = 1;
 
@@ -32,15 +28,32 @@ typedef struct req {
     uint64_t t0;
 #ifdef LT_HAVE_MPI
     MPI_Request r;
+    compress c; /* DIST_MEAN_BF16: its two exchanges */
 #endif
 } req;
 static req *reqs;
 static int nreqs, npending;
 
-static void account(int slot, const char *what, int64_t n, lt_dtype dt, uint64_t t0, uint64_t waited) {
+/* What one rank sends for a collective over n values of dt, as the
+ * bandwidth-optimal algorithms move them: a ring all-reduce 2 (N - 1) / N
+ * of the payload, a pipelined broadcast (N - 1) / N, the compressed mean
+ * its all-to-all and all-gather (compress.c). MPI may pick another
+ * algorithm for small messages; the cluster benchmark (tests/cluster)
+ * checks the estimate against the links' byte counters. */
+static double wire_bytes(int bcast, int op, int64_t n, lt_dtype dt) {
+#ifdef LT_HAVE_MPI
+    if (!bcast && op == DIST_MEAN_BF16) return compress_wire_bytes(n);
+#endif
+    (void)op;
+    double b = (double)n * (double)dtype_size(dt), w = (double)world;
+    return (bcast ? 1.0 : 2.0) * (w - 1) / w * b;
+}
+
+static void account(int slot, const char *what, int64_t n, lt_dtype dt, uint64_t t0, uint64_t waited, double wire) {
     uint64_t t1 = prof_now_ns();
     prof_add(M_AllReduceCount, 1);
     prof_add(M_AllReduceBytes, (double)n * (double)dtype_size(dt));
+    prof_add(M_CommWireBytes, wire);
     prof_timer_add(M_AllReduceTime, t1 - t0);
     prof_timer_add(M_CommExposedTime, waited);
     if (LT_UNLIKELY(g_prof_trace)) {
@@ -51,7 +64,8 @@ static void account(int slot, const char *what, int64_t n, lt_dtype dt, uint64_t
 }
 
 #ifdef LT_HAVE_MPI
-static MPI_Comm comm = MPI_COMM_NULL;
+MPI_Comm dist_comm = MPI_COMM_NULL, dist_comm2 = MPI_COMM_NULL;
+#define comm dist_comm
 static int we_init;
 
 static int launched(void) {
@@ -86,6 +100,7 @@ static MPI_Datatype mpi_type(lt_dtype dt) {
     case LT_I64: return MPI_INT64_T;
     case LT_BOOL: return MPI_UINT8_T; /* 0 or 1: SUM is a bitwise (= logical) or */
     case LT_BF16: return MPI_UINT16_T;
+    case LT_U8: return MPI_UINT8_T; /* SUM wraps modulo 256, as torch's uint8 */
     }
     return MPI_DATATYPE_NULL;
 }
@@ -93,7 +108,7 @@ static MPI_Datatype mpi_type(lt_dtype dt) {
 static MPI_Op mpi_op(int op, lt_dtype dt) {
     if (dt == LT_BF16) return bf16_ops[op == DIST_MAX ? 1 : op == DIST_MIN ? 2 : 0];
     switch ((enum dist_op)op) {
-    case DIST_SUM: case DIST_MEAN: return dt == LT_BOOL ? MPI_BOR : MPI_SUM;
+    case DIST_SUM: case DIST_MEAN: case DIST_MEAN_BF16: return dt == LT_BOOL ? MPI_BOR : MPI_SUM;
     case DIST_MAX: return MPI_MAX;
     case DIST_MIN: return MPI_MIN;
     }
@@ -120,6 +135,7 @@ int dist_init(void) {
     }
     /* Our own communicator: the library's collectives never match a user's. */
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dist_comm2);
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &world);
     MPI_Comm node;
@@ -129,6 +145,7 @@ int dist_init(void) {
     MPI_Op_create(bf16_sum, 1, &bf16_ops[0]);
     MPI_Op_create(bf16_max, 1, &bf16_ops[1]);
     MPI_Op_create(bf16_min, 1, &bf16_ops[2]);
+    watch_init();
 #endif
     return 0;
 }
@@ -152,8 +169,12 @@ void dist_finalize(void) {
 #ifdef LT_HAVE_MPI
     if (comm != MPI_COMM_NULL) {
         for (int i = 0; i < nreqs; i++)
-            if (reqs[i].used) MPI_Wait(&reqs[i].r, MPI_STATUS_IGNORE);
+            if (reqs[i].used) {
+                MPI_Wait(&reqs[i].r, MPI_STATUS_IGNORE);
+                core_free(reqs[i].c.buf);
+            }
         MPI_Comm_free(&comm);
+        MPI_Comm_free(&dist_comm2);
         for (int i = 0; i < 3; i++) MPI_Op_free(&bf16_ops[i]);
     }
     int fin = 1;
@@ -178,18 +199,64 @@ static int check_open(const char *fn) {
     return err_set(LT_ERR_STATE, "%s: the process group was finalized (lt_dist_finalize)", fn), -1;
 }
 
+#ifdef LT_HAVE_MPI
+/* Starts the all-gathers of the outstanding compressed means, in their
+ * order (dist_mpi.h), up to and including seq: waiting for each all-to-all
+ * (block), or only as far as they have completed. */
+static void advance_through(uint64_t seq, int block) {
+    while (compress_next() <= seq) {
+        req *q = NULL;
+        for (int i = 0; i < nreqs && !q; i++)
+            if (reqs[i].used && reqs[i].c.phase == 1 && reqs[i].c.seq == compress_next()) q = &reqs[i];
+        if (!q) return;
+        if (block) watch_wait(&q->r, "all_reduce (bf16 all-to-all)", q->n * 2);
+        else {
+            int done = 0;
+            MPI_Test(&q->r, &done, MPI_STATUS_IGNORE);
+            if (!done) return;
+        }
+        compress_advance(&q->c, &q->r);
+    }
+}
+
+/* The compressed mean of request q's values, to its end. */
+static void compress_run(req *q) {
+    if (q->c.phase == 1) {
+        if (q->c.seq == compress_next()) {
+            watch_wait(&q->r, "all_reduce (bf16 all-to-all)", q->n * 2);
+            compress_advance(&q->c, &q->r);
+        } else {
+            advance_through(q->c.seq, 1);
+        }
+    }
+    watch_wait(&q->r, "all_reduce (bf16 all-gather)", q->n * 2);
+    compress_finish(&q->c, q->buf);
+}
+#endif
+
 int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op) {
     if (check_open("all_reduce")) return -1;
     if (world == 1 || n == 0) return 0;
 #ifdef LT_HAVE_MPI
+    LT_ASSERT(op != DIST_MEAN_BF16 || dt == LT_F32);
     uint64_t t0 = prof_now_ns();
     size_t es = dtype_size(dt);
     for (int64_t i = 0; i < n; i += CHUNK) {
         int c = (int)(n - i < CHUNK ? n - i : CHUNK);
-        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + (size_t)i * es, c, mpi_type(dt), mpi_op(op, dt), comm);
+        char *p = (char *)buf + (size_t)i * es;
+        if (op == DIST_MEAN_BF16) {
+            advance_through(UINT64_MAX - 1, 1); /* outstanding ones first: their all-gathers come before */
+            req q = {.buf = p, .n = c};
+            if (compress_start(&q.c, (float *)p, c, &q.r)) return -1;
+            compress_run(&q);
+            continue;
+        }
+        MPI_Request r;
+        MPI_Iallreduce(MPI_IN_PLACE, p, c, mpi_type(dt), mpi_op(op, dt), comm, &r);
+        watch_wait(&r, "all_reduce", (int64_t)c * (int64_t)es);
     }
     if (op == DIST_MEAN) divide(buf, n, dt);
-    account(0, "all_reduce", n, dt, t0, prof_now_ns() - t0);
+    account(0, "all_reduce", n, dt, t0, prof_now_ns() - t0, wire_bytes(0, op, n, dt));
 #else
     (void)buf, (void)dt, (void)op;
 #endif
@@ -204,9 +271,11 @@ int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root) {
     size_t es = dtype_size(dt);
     for (int64_t i = 0; i < n; i += CHUNK) {
         int c = (int)(n - i < CHUNK ? n - i : CHUNK);
-        MPI_Bcast((char *)buf + (size_t)i * es, c, mpi_type(dt), root, comm);
+        MPI_Request r;
+        MPI_Ibcast((char *)buf + (size_t)i * es, c, mpi_type(dt), root, comm, &r);
+        watch_wait(&r, "broadcast", (int64_t)c * (int64_t)es);
     }
-    account(0, "broadcast", n, dt, t0, prof_now_ns() - t0);
+    account(0, "broadcast", n, dt, t0, prof_now_ns() - t0, wire_bytes(1, root, n, dt));
 #else
     (void)buf, (void)dt, (void)root;
 #endif
@@ -236,7 +305,13 @@ int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root) {
             return rc ? -1 : slot;
         }
         if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
-        else MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dt), mpi_op(op_or_root, dt), comm, &q->r);
+        else if (op_or_root == DIST_MEAN_BF16) {
+            LT_ASSERT(dt == LT_F32);
+            if (compress_start(&q->c, buf, n, &q->r)) { /* out of memory for the bf16 copies: uncompressed */
+                q->op = DIST_MEAN;
+                MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, comm, &q->r);
+            }
+        } else MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dt), mpi_op(op_or_root, dt), comm, &q->r);
     }
 #endif
     return slot;
@@ -247,11 +322,17 @@ int dist_wait(int slot) {
     req *q = &reqs[slot];
     if (world > 1 && q->n > 0) {
         uint64_t w0 = prof_now_ns();
+        int bcast = q->op < 0;
 #ifdef LT_HAVE_MPI
-        MPI_Wait(&q->r, MPI_STATUS_IGNORE);
+        if (q->c.phase) {
+            compress_run(q);
+        } else {
+            watch_wait(&q->r, bcast ? "broadcast" : "all_reduce", q->n * (int64_t)dtype_size(q->dt));
+        }
 #endif
         if (q->op == DIST_MEAN) divide(q->buf, q->n, q->dt);
-        account(slot, q->op < 0 ? "broadcast" : "all_reduce", q->n, q->dt, q->t0, prof_now_ns() - w0);
+        account(slot, bcast ? "broadcast" : "all_reduce", q->n, q->dt, q->t0, prof_now_ns() - w0,
+                wire_bytes(bcast, q->op, q->n, q->dt));
     }
     q->used = 0;
     npending--;
@@ -260,9 +341,12 @@ int dist_wait(int slot) {
 
 void dist_progress(void) {
 #ifdef LT_HAVE_MPI
-    /* One test drives OpenMPI's progress engine for every outstanding request. */
+    /* One test drives OpenMPI's progress engine for every outstanding
+     * request; compressed means whose all-to-all is done go on to their
+     * all-gather here (in order), so that it too travels while kernels run. */
+    advance_through(UINT64_MAX - 1, 0);
     for (int i = 0; i < nreqs; i++)
-        if (reqs[i].used && reqs[i].r != MPI_REQUEST_NULL) {
+        if (reqs[i].used && reqs[i].r != MPI_REQUEST_NULL && reqs[i].c.phase != 1) {
             int done;
             MPI_Test(&reqs[i].r, &done, MPI_STATUS_IGNORE);
             return;
@@ -280,7 +364,9 @@ int dist_check_key(uint64_t key) {
     syncs++;
     uint64_t *keys = core_malloc((size_t)world * sizeof *keys);
     if (!keys) return -1;
-    MPI_Allgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, comm);
+    MPI_Request rq;
+    MPI_Iallgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, comm, &rq);
+    watch_wait(&rq, "the graph key check", 8);
     int bad = -1;
     for (int r = 1; r < world && bad < 0; r++)
         if (keys[r] != keys[0]) bad = r;

@@ -11,8 +11,11 @@
 
 #include "../core/core.h"
 
-/* Reduction of ALL_REDUCE (ia[0]); the values of the public enum lt_reduce_op. */
-enum dist_op { DIST_SUM, DIST_MEAN, DIST_MAX, DIST_MIN };
+/* Reduction of ALL_REDUCE (ia[0]); the first DIST_NOPS are the values of
+ * the public enum lt_reduce_op. DIST_MEAN_BF16, float32 only, is the mean
+ * with bfloat16 on the wire and the sum taken in float32 (compress.c):
+ * lt_dist_average_grads' reduction under lt_dist_set_grad_compress. */
+enum dist_op { DIST_SUM, DIST_MEAN, DIST_MAX, DIST_MIN, DIST_MEAN_BF16 };
 #define DIST_NOPS 4
 
 /* Joins the job once (idempotent): MPI_Init when launched by a launcher,
@@ -25,7 +28,9 @@ void dist_finalize(void);  /* MPI_Finalize if we initialized MPI; also at exit *
 void dist_abort(int code); /* ends every rank of the job (MPI_Abort); exit(code) in a world of one */
 
 /* Blocking collectives on n elements of dt, in place. BOOL: SUM is a
- * logical or; MEAN needs a float dtype (checked by the api). 0 or -1. */
+ * logical or; MEAN needs a float dtype (checked by the api). 0 or -1.
+ * Every wait of this layer is bounded by LT_DIST_TIMEOUT (watch.c): a rank
+ * that cannot be reached ends the job with its name, not a hang. */
 int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op);
 int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root);
 

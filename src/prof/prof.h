@@ -43,6 +43,7 @@
     X(AllReduceBytes, COUNTER)          \
     X(AllReduceTime, TIMER)             \
     X(CommExposedTime, TIMER)           \
+    X(CommWireBytes, COUNTER)           \
     X(ExecutedFlops, COUNTER)
 
 enum prof_kind { COUNTER, TIMER, DIST, GAUGE, LEVEL };
