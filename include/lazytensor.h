@@ -396,6 +396,12 @@ lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_
 lt_tensor *lt_conv2d_backward_input(lt_tensor *grad_out, lt_tensor *w, const int64_t in_shape[4],
                                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                                     int64_t groups);
+/* torch's a[index] with one integer tensor (int64 or int32) at dim: a's
+ * shape with dim replaced by index's shape, negative indices counting from
+ * the end; and its accumulating put (index_put_ with accumulate=True):
+ * base with values (lt_index's result shape) added at index along dim. */
+lt_tensor *lt_index(lt_tensor *a, int dim, lt_tensor *index);
+lt_tensor *lt_index_put_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *values);
 lt_tensor *lt_conv2d_backward_weight(lt_tensor *grad_out, lt_tensor *x, const int64_t w_shape[4],
                                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                                      int64_t groups);
@@ -669,16 +675,6 @@ lt_tensor *lt_broadcast_(lt_tensor *t, int root);
  * (call it between lt_backward and lt_optim_step). Parameters without a
  * gradient are skipped; a world of one traces nothing. Borrows. 0 or -1. */
 int  lt_dist_average_grads(int n, lt_tensor *const *params);
-/* Gradient compression of lt_dist_average_grads (every rank must set the
- * same): LT_GRAD_COMPRESS_BF16 sends float32 gradients as bfloat16, half
- * the bytes on the wire, as PyTorch DDP's bf16_compress_hook; each rank
- * sums its 1/N slice of the ranks' bf16 values in float32, in rank order,
- * and rounds the mean once, so all ranks get the same bits (not those of
- * an uncompressed mean: each gradient is rounded to bf16 twice). Other
- * dtypes are averaged as before. Off (NONE) by default. 0, or -1 with an
- * error for an unknown mode. */
-typedef enum lt_grad_compress { LT_GRAD_COMPRESS_NONE, LT_GRAD_COMPRESS_BF16 } lt_grad_compress;
-int  lt_dist_set_grad_compress(lt_grad_compress mode);
 /* Gradient compression of lt_dist_average_grads (every rank must set the
  * same): LT_GRAD_COMPRESS_BF16 sends float32 gradients as bfloat16, half
  * the bytes on the wire, as PyTorch DDP's bf16_compress_hook; each rank

@@ -597,6 +597,31 @@ TEST(index_forward) {
     lt_free(Src), lt_free(Z), lt_free(SA), lt_free(Src2), lt_free(IA);
 }
 
+/* lt_index (torch's a[index] at one dim, negatives from the end) and its
+ * accumulating put: shapes, values, an index out of [-size, size) fails the sync. */
+TEST(index_tensor) {
+    int64_t as[2] = {3, 4}, is[2] = {2, 2};
+    double a[12] = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+    int64_t idx[4] = {-1, 0, 1, -3};
+    lt_tensor *A = f64(2, as, a), *I = i64(2, is, idx);
+    lt_tensor *R0 = lt_index(A, 0, I), *R1 = lt_index(A, 1, I);
+    EXPECT_SHAPE(R0, 2, 2, 4);
+    EXPECT_VALUES(R0, 0, 20, 21, 22, 23, 0, 1, 2, 3, 10, 11, 12, 13, 0, 1, 2, 3);
+    EXPECT_SHAPE(R1, 3, 2, 2);
+    EXPECT_VALUES(R1, 0, 3, 0, 1, 1, 13, 10, 11, 11, 23, 20, 21, 21);
+    int64_t vs[3] = {3, 2, 2};
+    lt_tensor *V = lt_ones(LT_F64, 3, vs), *P = lt_index_put_add(A, 1, I, V);
+    EXPECT_VALUES(P, 0, 1, 3, 2, 4, 11, 13, 12, 14, 21, 23, 22, 24); /* columns 3, 0, 1, 1 */
+    CHECK(!lt_index_put_add(A, 0, I, V) && lt_error() == LT_ERR_SHAPE);
+    lt_clear_error();
+    int64_t bad[1] = {-5}, one[1] = {1}; /* dim 1 has 4: -4 is the first, -5 out of range */
+    lt_tensor *B = i64(1, one, bad), *RB = lt_index(A, 1, B);
+    double out[3];
+    CHECK(RB && lt_to_host(RB, out, sizeof out) != 0);
+    lt_clear_error();
+    lt_free(A), lt_free(I), lt_free(R0), lt_free(R1), lt_free(V), lt_free(P), lt_free(B), lt_free(RB);
+}
+
 static lt_tensor *g_index;
 static int g_dim;
 static lt_tensor *zeros_like(lt_tensor *t) { return lt_zeros(lt_dtype_of(t), lt_ndim(t), lt_shape(t)); }
@@ -730,6 +755,7 @@ int main(void) {
     RUN(front_end_losses);
     RUN(index_forward);
     RUN(index_backward);
+    RUN(index_tensor);
     RUN(errors);
     return h_report();
 }

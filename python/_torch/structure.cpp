@@ -1,12 +1,15 @@
 // Structure and indexing: cat, clone, index_select / index_add, gather /
-// scatter_add (gather's backward), embedding and its dense backward.
+// scatter_add (gather's backward), embedding and its dense backward,
+// a[index] with one integer index tensor and its accumulating put.
 #include "bridge.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ops/index_add_ops.h>
+#include <ATen/ops/index_ops.h>
 
 namespace ltt {
 namespace {
@@ -178,6 +181,81 @@ at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &in
     return wrap(lt_embedding_backward(g, i, num_weights.expect_int()), op);
 }
 
+// ---- advanced indexing: a[index], a[index] += v ---------------------------------
+// The core takes one integer index tensor at one dim (leading dims taken
+// whole); boolean masks (a data-dependent shape) and several index tensors
+// take the fallback, with the indices brought to the CPU first (torch's
+// cpu_fallback moves self but not a list of optional tensors).
+using Indices = c10::List<c10::optional<at::Tensor>>;
+
+// The dim of the one integer index tensor, or -1.
+int64_t single_index(const at::Tensor &self, const Indices &indices) {
+    int64_t at = -1;
+    for (int64_t i = 0; i < (int64_t)indices.size(); i++) {
+        c10::optional<at::Tensor> t = indices.get(i);
+        if (!t.has_value() || !t->defined()) continue;
+        if (at >= 0) return -1;
+        if (t->scalar_type() != at::kLong) return -1;  // torch 1.13 refuses int32 here (the fallback says so)
+        if (t->device().type() != kDevice && !t->device().is_cpu()) return -1;
+        at = i;
+    }
+    return at < self.dim() ? at : -1;
+}
+
+Indices cpu_indices(const Indices &indices) {
+    Indices r;
+    for (size_t i = 0; i < indices.size(); i++) {
+        c10::optional<at::Tensor> t = indices.get(i);
+        r.push_back(t.has_value() && t->defined() ? c10::optional<at::Tensor>(t->cpu()) : t);
+    }
+    return r;
+}
+
+// The index's handle: a device tensor's value, or a CPU tensor's data.
+lt_tensor *index_handle(const at::Tensor &t, std::unique_ptr<Val> &val, Own &keep, const char *op) {
+    if (t.device().type() == kDevice || t.dim() == 0) {
+        val.reset(new Val(t, op));
+        return val->get();
+    }
+    at::Tensor c = t.contiguous();
+    keep.h = check(lt_from_data(c.data_ptr(), lt_type(c.scalar_type(), op), (int)c.dim(), c.sizes().data()), op);
+    return keep.h;
+}
+
+at::Tensor index(const at::Tensor &self, const Indices &indices) {
+    int64_t d = single_index(self, indices);
+    if (d < 0) return at::native::call_fallback_fn<&ltt::fallback, at::_ops::index_Tensor>::call(self, cpu_indices(indices));
+    const char *op = "index.Tensor";
+    std::unique_ptr<Val> iv;
+    Own keep(nullptr);
+    lt_tensor *ix = index_handle(*indices.get(d), iv, keep, op);
+    Val a(self, op);
+    return wrap(lt_index(a, (int)d, ix), op);
+}
+
+// index_put_ with accumulate (index's backward, a[i] += v): values broadcast
+// to the indexed shape, as torch's.
+at::Tensor &index_put_impl_(at::Tensor &self, const Indices &indices, const at::Tensor &values, bool accumulate,
+                            bool unsafe) {
+    int64_t d = accumulate ? single_index(self, indices) : -1;
+    if (d < 0 || values.scalar_type() != self.scalar_type())
+        return at::native::call_fallback_fn<&ltt::fallback, at::_ops::_index_put_impl_>::call(
+            self, cpu_indices(indices), values, accumulate, unsafe);
+    const char *op = "_index_put_impl_";
+    std::unique_ptr<Val> iv;
+    Own keep(nullptr);
+    lt_tensor *ix = index_handle(*indices.get(d), iv, keep, op);
+    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + d);
+    std::vector<int64_t> is = shape_of(ix);
+    shape.insert(shape.end(), is.begin(), is.end());
+    shape.insert(shape.end(), self.sizes().begin() + d + 1, self.sizes().end());
+    Val a(self, op), v(values, op);
+    Own ve(values.sizes().equals(shape) ? nullptr : check(lt_expand(v, (int)shape.size(), shape.data()), op));
+    Own r(check(lt_index_put_add(a, (int)d, ix, ve.h ? ve.h : v.get()), op));
+    assign(self, r, op);
+    return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -196,6 +274,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
     m.impl("embedding", TORCH_FN(embedding));
     m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+    m.impl("index.Tensor", TORCH_FN(index));
+    m.impl("_index_put_impl_", TORCH_FN(index_put_impl_));
 }
 
 }  // namespace ltt

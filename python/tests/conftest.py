@@ -19,6 +19,16 @@ def torch_or_skip():
     return pytest.importorskip("torch")
 
 
+def torch_device_or_skip(heavy=False):
+    """torch for the PyTorch device's tests. These run under the sanitizers
+    too (the bridge is built with them; torch itself is not instrumented),
+    except the heavy ones (whole models, OpInfo's thousands of samples),
+    which make test runs."""
+    if SANITIZED and heavy:
+        pytest.skip("whole-model runs are too slow under the sanitizers; make test runs them")
+    return pytest.importorskip("torch")
+
+
 def rand_np(shape, dtype, rng):
     if dtype == lt.bool:
         return rng.random(shape) < 0.5

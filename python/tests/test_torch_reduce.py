@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from conftest import torch_or_skip
+from conftest import torch_device_or_skip
 
-torch = torch_or_skip()
+torch = torch_device_or_skip()
 ltt = pytest.importorskip("lazytensor.torch")
 F = torch.nn.functional
 

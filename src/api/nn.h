@@ -211,6 +211,9 @@ lt_tensor *nn_mse_loss_backward_ex(lt_tensor *grad_out, lt_tensor *a, lt_tensor 
  * index (1-D) of dim; src has base's shape with dim of size index.numel. */
 lt_tensor *nn_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
+/* the same with negative indices counting from the end (INDEX_ADD ia [dim, 1];
+ * INDEX_SELECT's ia [dim, size, 1]): lt_index's backward */
+lt_tensor *nn_index_add_wrap(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *nn_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights);
 
 /* transformers (nn_transformer.c) */

@@ -103,22 +103,25 @@ static int selected_shape(const char *fn, const lt_tensor *a, int d, const lt_te
     return 0;
 }
 
-lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index) {
-    static const char fn[] = "lt_index_select";
+/* wrap: negative indices count from the end (torch's a[index]; ia[2]). */
+static lt_tensor *index_select(const char *fn, lt_tensor *a, int dim, lt_tensor *index, int wrap_neg) {
     API_ENTER();
     if (api_check(fn, "a", a) || api_check(fn, "index", index) || nn_index_dtype(fn, "index", index)) return NULL;
     int64_t shape[LT_MAX_DIMS];
     int d = wrap(fn, dim, a);
     if (d < 0 || selected_shape(fn, a, d, index, shape)) return NULL;
-    int64_t ia[2] = {d, a->ndim ? a->shape[d] : 1};
+    int64_t ia[3] = {d, a->ndim ? a->shape[d] : 1, wrap_neg};
     lt_tensor *in[2] = {a, index};
-    lt_tensor *t = nn_node(LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, a->ndim, shape, 2, in, 2, ia, 0, NULL);
+    lt_tensor *t = nn_node(LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, a->ndim, shape, 2, in, wrap_neg ? 3 : 2, ia, 0, NULL);
     API_LEAVE(fn, t);
     return t;
 }
 
-lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
-    static const char fn[] = "nn_index_add";
+lt_tensor *lt_index_select(lt_tensor *a, int dim, lt_tensor *index) {
+    return index_select("lt_index_select", a, dim, index, 0);
+}
+
+static lt_tensor *index_add(const char *fn, lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src, int wrap_neg) {
     API_ENTER();
     if (api_check(fn, "base", base) || api_check(fn, "index", index) || api_check(fn, "src", src) ||
         nn_index_dtype(fn, "index", index) || nn_same_dtype(fn, "src", src, "base", base))
@@ -132,11 +135,19 @@ lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
     if (src->ndim != base->ndim || memcmp(src->shape, shape, (size_t)base->ndim * 8))
         return err_set(LT_ERR_SHAPE, "%s: argument 'src' has shape %s; expected %s", fn, SHAPE_STR(src->ndim, src->shape),
                        SHAPE_STR(base->ndim, shape));
-    int64_t ia[1] = {d};
+    int64_t ia[2] = {d, wrap_neg};
     lt_tensor *in[3] = {base, index, src};
-    lt_tensor *t = nn_node(LT_OP_INDEX_ADD, (lt_dtype)base->dtype, base->ndim, base->shape, 3, in, 1, ia, 0, NULL);
+    lt_tensor *t =
+        nn_node(LT_OP_INDEX_ADD, (lt_dtype)base->dtype, base->ndim, base->shape, 3, in, wrap_neg ? 2 : 1, ia, 0, NULL);
     API_LEAVE(fn, t);
     return t;
+}
+
+lt_tensor *nn_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    return index_add("nn_index_add", base, dim, index, src, 0);
+}
+lt_tensor *nn_index_add_wrap(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src) {
+    return index_add("lt_index_put_add", base, dim, index, src, 1);
 }
 
 lt_tensor *lt_embedding(lt_tensor *weight, lt_tensor *indices) {
@@ -189,4 +200,57 @@ lt_tensor *lt_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *s
 }
 lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights) {
     return nn_embedding_backward(grad_out, indices, num_weights);
+}
+
+/* torch's a[index] with one integer tensor at dim: index_select over the
+ * flattened index (negatives count from the end), the result viewed as
+ * a's shape with dim replaced by index's shape. */
+static int index_shape(const char *fn, const lt_tensor *a, int d, const lt_tensor *index, int64_t *shape) {
+    int nd = a->ndim - 1 + index->ndim;
+    if (nd > LT_MAX_DIMS) {
+        err_set(LT_ERR_SHAPE, "%s: indexing %s at dim %d with %s gives more than %d dims", fn,
+                SHAPE_STR(a->ndim, a->shape), d, SHAPE_STR(index->ndim, index->shape), LT_MAX_DIMS);
+        return -1;
+    }
+    memcpy(shape, a->shape, (size_t)d * 8);
+    memcpy(shape + d, index->shape, (size_t)index->ndim * 8);
+    memcpy(shape + d + index->ndim, a->shape + d + 1, (size_t)(a->ndim - d - 1) * 8);
+    return nd;
+}
+
+lt_tensor *lt_index(lt_tensor *a, int dim, lt_tensor *index) {
+    static const char fn[] = "lt_index";
+    if (api_check(fn, "a", a) || api_check(fn, "index", index)) return NULL;
+    if (a->ndim == 0) return err_set(LT_ERR_SHAPE, "%s: a 0-d 'a' cannot be indexed by a tensor", fn);
+    int d = wrap(fn, dim, a);
+    int64_t shape[LT_MAX_DIMS], n = index->numel;
+    int nd = d < 0 ? -1 : index_shape(fn, a, d, index, shape);
+    if (nd < 0) return NULL;
+    lt_tensor *flat = lt_reshape(index, 1, &n);
+    lt_tensor *sel = flat ? index_select(fn, a, d, flat, 1) : NULL;
+    lt_tensor *t = sel ? lt_reshape(sel, nd, shape) : NULL;
+    lt_free(flat);
+    lt_free(sel);
+    return t;
+}
+
+lt_tensor *lt_index_put_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *values) {
+    static const char fn[] = "lt_index_put_add";
+    if (api_check(fn, "base", base) || api_check(fn, "index", index) || api_check(fn, "values", values)) return NULL;
+    if (base->ndim == 0) return err_set(LT_ERR_SHAPE, "%s: a 0-d 'base' cannot be indexed by a tensor", fn);
+    int d = wrap(fn, dim, base);
+    int64_t shape[LT_MAX_DIMS], n = index->numel;
+    int nd = d < 0 ? -1 : index_shape(fn, base, d, index, shape);
+    if (nd < 0) return NULL;
+    if (!shape_eq(nd, shape, values->ndim, values->shape))
+        return err_set(LT_ERR_SHAPE, "%s: argument 'values' has shape %s; expected %s", fn,
+                       SHAPE_STR(values->ndim, values->shape), SHAPE_STR(nd, shape));
+    int64_t vs[LT_MAX_DIMS];
+    memcpy(vs, base->shape, (size_t)base->ndim * 8);
+    vs[d] = n;
+    lt_tensor *flat = lt_reshape(index, 1, &n), *v = lt_reshape(values, base->ndim, vs);
+    lt_tensor *t = flat && v ? nn_index_add_wrap(base, d, flat, v) : NULL;
+    lt_free(flat);
+    lt_free(v);
+    return t;
 }

@@ -93,7 +93,8 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         gi[0] = nn_scatter_add(K(ag_zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
         break;
     case LT_OP_INDEX_SELECT: /* ia [dim, a.size(dim)] */
-        gi[0] = nn_index_add(K(ag_zeros_like_fn(f->next[0])), (int)ia[0], SAVED(1), g);
+        gi[0] = (f->nia > 2 && ia[2] ? nn_index_add_wrap : nn_index_add)(K(ag_zeros_like_fn(f->next[0])), (int)ia[0],
+                                                                          SAVED(1), g); /* ia[2]: negatives wrap */
         break;
     case LT_OP_EMBEDDING: gi[0] = nn_embedding_backward(g, SAVED(1), ia[0]); break; /* ia [V] */
     default: LT_ASSERT(0 && "not an NN op");

@@ -42,7 +42,8 @@ void exec_graph_free(exec_graph *g);
 /* Index data checks (index_check.c). exec_index_operand: which operand of
  * y holds indices (-1: none), their valid range [0, *lim) and whether
  * PyTorch's ignore_index -100 is allowed (1), or the node's own ignore_index
- * (2: nll_loss, exec_ignore_index gives it). exec_index_error reports a bad one
+ * (2: nll_loss, exec_ignore_index gives it), or negatives down to -lim
+ * (3: lt_index, lt_index_put_add). exec_index_error reports a bad one
  * from a kernel (err_kernel: any thread). exec_index_scan fills g's
  * indexed / index_computed; exec_check_indices checks the indexed inputs
  * before a run: 0, or -1 with the error set. */

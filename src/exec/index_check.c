@@ -37,8 +37,16 @@ int exec_index_operand(const exec_graph *g, const gnode *y, int64_t *lim, int *i
         return 1;
     }
     switch (y->op) {
-    case LT_OP_GATHER: case LT_OP_INDEX_SELECT: *lim = a->ndim ? a->shape[y->ia[0]] : 1; return 1;
-    case LT_OP_SCATTER_ADD: case LT_OP_INDEX_ADD: *lim = y->ndim ? y->shape[y->ia[0]] : 1; return 1;
+    case LT_OP_GATHER: *lim = a->ndim ? a->shape[y->ia[0]] : 1; return 1;
+    case LT_OP_INDEX_SELECT: /* ia[2]: negatives count from the end (lt_index) */
+        *lim = a->ndim ? a->shape[y->ia[0]] : 1;
+        *ignore = y->nia > 2 && y->ia[2] ? 3 : 0;
+        return 1;
+    case LT_OP_SCATTER_ADD: *lim = y->ndim ? y->shape[y->ia[0]] : 1; return 1;
+    case LT_OP_INDEX_ADD: /* ia[1]: negatives count from the end (lt_index_put_add) */
+        *lim = y->ndim ? y->shape[y->ia[0]] : 1;
+        *ignore = y->nia > 1 && y->ia[1] ? 3 : 0;
+        return 1;
     case LT_OP_EMBEDDING: *lim = a->shape[0]; return 1;
     case LT_OP_CROSS_ENTROPY: *lim = a->shape[1]; *ignore = 1; return 1;
     case LT_OP_CROSS_ENTROPY_BWD: *lim = y->shape[1]; *ignore = 1; return 2;
@@ -46,7 +54,9 @@ int exec_index_operand(const exec_graph *g, const gnode *y, int64_t *lim, int *i
     }
 }
 
-int exec_index_ok(int64_t v, int64_t lim, int ignore) { return (v >= 0 && v < lim) || (ignore == 1 && v == IGNORE_INDEX); }
+int exec_index_ok(int64_t v, int64_t lim, int ignore) {
+    return (v >= 0 && v < lim) || (ignore == 1 && v == IGNORE_INDEX) || (ignore == 3 && v < 0 && v >= -lim);
+}
 
 int64_t exec_ignore_index(const gnode *y) {
     if (y->op == LT_OP_NLL_LOSS) return y->nia > 2 ? y->ia[2] : IGNORE_INDEX;

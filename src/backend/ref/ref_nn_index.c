@@ -83,15 +83,16 @@ static void split3(int nd, const int64_t *shape, int dim, int64_t *outer, int64_
 void ref_index_select(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *a = &in[0], *ix = &in[1];
     int dim = y->op == LT_OP_EMBEDDING ? 0 : (int)y->ia[0];
+    int wrap_neg = y->op == LT_OP_INDEX_SELECT && y->nia > 2 && y->ia[2]; /* lt_index: negatives count from the end */
     int64_t outer, S, inner, M = ix->numel, Mo = a->ndim || M == 0 ? M : 1;
     split3(a->ndim, a->shape, dim, &outer, &S, &inner);
     size_t es = dtype_size((lt_dtype)y->dtype), row = (size_t)inner * es;
     if (!a->ndim && !M) memset(out, 0, es);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t m = 0; m < M; m++) {
-            int64_t j = ld_i(ix->data, ix->dtype, m);
+            int64_t j0 = ld_i(ix->data, ix->dtype, m), j = wrap_neg && j0 < 0 ? j0 + S : j0;
             int ok = j >= 0 && j < S;
-            if (LT_UNLIKELY(!ok)) exec_index_error(y->op, j, S);
+            if (LT_UNLIKELY(!ok)) exec_index_error(y->op, j0, S);
             if (m >= Mo) continue;
             char *dst = (char *)out + (size_t)((o * Mo + m) * inner) * es;
             if (LT_LIKELY(ok)) memcpy(dst, (const char *)a->data + (size_t)((o * S + j) * inner) * es, row);
@@ -105,12 +106,13 @@ void ref_index_add(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *ix = &in[1], *src = &in[2];
     int64_t outer, S, inner, M = ix->numel;
     split3(y->ndim, y->shape, (int)y->ia[0], &outer, &S, &inner);
+    int wrap_neg = y->nia > 1 && y->ia[1]; /* lt_index_put_add: negatives count from the end */
     memcpy(out, in[0].data, (size_t)y->numel * dtype_size((lt_dtype)y->dtype));
     for (int64_t o = 0; o < outer; o++)
         for (int64_t m = 0; m < M; m++) {
-            int64_t j = ld_i(ix->data, ix->dtype, m);
+            int64_t j0 = ld_i(ix->data, ix->dtype, m), j = wrap_neg && j0 < 0 ? j0 + S : j0;
             if (LT_UNLIKELY(j < 0 || j >= S)) {
-                exec_index_error(y->op, j, S);
+                exec_index_error(y->op, j0, S);
                 continue;
             }
             for (int64_t k = 0; k < inner; k++)
