@@ -357,6 +357,10 @@ lt_tensor *lt_tanh_backward(lt_tensor *g, lt_tensor *out);
 lt_tensor *lt_threshold_backward(lt_tensor *g, lt_tensor *x, double threshold); /* relu's: 0 where x <= threshold */
 lt_tensor *lt_hardtanh_backward(lt_tensor *g, lt_tensor *x, double lo, double hi); /* 0 where x <= lo or x >= hi */
 lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
+/* Division rounded toward zero / down (torch's rounding_mode 'trunc' /
+ * 'floor'); integers stay integers, and divide by zero to 0 (torch raises). */
+lt_tensor *lt_div_trunc(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_div_floor(lt_tensor *a, lt_tensor *b);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
 /* softmax / log_softmax backward from the forward's output (PyTorch's

@@ -209,6 +209,8 @@ static lt_tensor *make_elem(void *p) {
     case LT_OP_HARDTANH_BWD: return lt_hardtanh_backward(x[0], x[1], e->sc[0], e->sc[1]);
     case LT_OP_SIGMOID_BWD: return lt_sigmoid_backward(x[0], x[1]);
     case LT_OP_TANH_BWD: return lt_tanh_backward(x[0], x[1]);
+    case LT_OP_DIV_TRUNC: return lt_div_trunc(x[0], x[1]);
+    case LT_OP_DIV_FLOOR: return lt_div_floor(x[0], x[1]);
     default: return NULL;
     }
 }

@@ -211,6 +211,11 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_HARDTANH_BWD: LOOP(Y <= s0 || Y >= s1 ? (T)0 : X); break;
         case LT_OP_SIGMOID_BWD: LOOP(DX * (1.0 - DY) * DY); break;
         case LT_OP_TANH_BWD: LOOP(DX * (1.0 - DY * DY)); break;
+        case LT_OP_DIV_TRUNC: LOOP(TM(trunc)(X / Y)); break;
+        case LT_OP_DIV_FLOOR:
+            if (sizeof(T) == 4) LOOP(ref_div_floor_float((float)X, (float)Y));
+            else LOOP(ref_div_floor_double(DX, DY));
+            break;
         case LT_OP_CAST:
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);

@@ -78,6 +78,22 @@ static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, l
 /* GELU and its derivative (issue 16), in double, shared by the reference
  * and the cpu tile kernels so that both compute the same function.
  * tanh_form: PyTorch's approximate='tanh'. */
+/* torch's floor division of floating values (div rounding_mode='floor'),
+ * in the operands' type: double and float forms, shared with the cpu
+ * backend. A zero divisor gives IEEE's a / b. */
+#define REF_DIV_FLOOR(T, FMOD, FLOOR, COPYSIGN)                            \
+    static inline T ref_div_floor_##T(T a, T b) {                           \
+        if (b == 0) return a / b;                                           \
+        T mod = FMOD(a, b), div = (a - mod) / b;                            \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                     \
+        if (div == 0) return COPYSIGN((T)0, a / b);                         \
+        T fl = FLOOR(div);                                                  \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                             \
+    }
+REF_DIV_FLOOR(double, fmod, floor, copysign)
+REF_DIV_FLOOR(float, fmodf, floorf, copysignf)
+#undef REF_DIV_FLOOR
+
 static inline double ref_gelu(double x, int tanh_form) {
     if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
