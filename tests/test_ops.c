@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#define NDT 6
-static const lt_dtype ALL[NDT] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16};
+#define NDT 7
+static const lt_dtype ALL[NDT] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16, LT_U8};
 
 static int is_fl(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }
 
@@ -29,13 +29,15 @@ static double from_bf16(uint16_t h) {
     return f;
 }
 static int fl_width(lt_dtype d) { return d == LT_BF16 ? 2 : d == LT_F32 ? 4 : 8; }
+static int int_width(lt_dtype d) { return d == LT_U8 ? 1 : d == LT_I32 ? 4 : 8; }
 static int cat_of(lt_dtype d) { return d == LT_BOOL ? 0 : is_fl(d) ? 2 : 1; }
 
 /* PyTorch's result_type for two tensors of the same dim-category. */
 static lt_dtype promote(lt_dtype a, lt_dtype b) {
     if (a == b) return a;
     if (cat_of(a) != cat_of(b)) return cat_of(a) > cat_of(b) ? a : b;
-    return cat_of(a) == 2 ? (fl_width(a) > fl_width(b) ? a : b) : LT_I64;
+    if (cat_of(a) == 2) return fl_width(a) > fl_width(b) ? a : b;
+    return int_width(a) > int_width(b) ? a : b; /* uint8 < int32 < int64 */
 }
 /* With PyTorch's dimension categories: a 0-d operand against one with dims
  * may raise the category, never the width. */
@@ -56,6 +58,7 @@ static double round_to(lt_dtype d, double x) {
     case LT_I64: return (double)(int64_t)x;
     case LT_BOOL: return x != 0;
     case LT_BF16: return from_bf16(to_bf16(x));
+    case LT_U8: return (double)(uint8_t)(int64_t)x; /* truncated, then modulo 256 (small x here) */
     }
     return x;
 }
@@ -73,6 +76,7 @@ static lt_tensor *mk(lt_dtype d, int nd, const int64_t *shape, const double *v) 
         case LT_I64: ((int64_t *)raw)[i] = (int64_t)v[i]; break;
         case LT_BOOL: raw[i] = v[i] != 0; break;
         case LT_BF16: ((uint16_t *)raw)[i] = to_bf16(v[i]); break;
+        case LT_U8: raw[i] = (uint8_t)(int64_t)v[i]; break;
         }
     }
     lt_tensor *t = lt_from_data(raw, d, nd, shape);
@@ -270,6 +274,10 @@ TEST(promotion_table) {
         /* bfloat16: with a wider float gives the wider; with an integer or bool stays bfloat16 */
         {LT_BF16, LT_F32, lt_add, LT_F32}, {LT_F64, LT_BF16, lt_mul, LT_F64}, {LT_BF16, LT_I64, lt_add, LT_BF16},
         {LT_I32, LT_BF16, lt_div, LT_BF16}, {LT_BOOL, LT_BF16, lt_add, LT_BF16}, {LT_BF16, LT_BF16, lt_lt, LT_BOOL},
+        /* uint8: below int32 and int64, above bool; with a float gives the float */
+        {LT_U8, LT_I64, lt_add, LT_I64}, {LT_I32, LT_U8, lt_mul, LT_I32}, {LT_U8, LT_BOOL, lt_add, LT_U8},
+        {LT_BOOL, LT_U8, lt_mul, LT_U8}, {LT_U8, LT_F32, lt_add, LT_F32}, {LT_BF16, LT_U8, lt_sub, LT_BF16},
+        {LT_U8, LT_U8, lt_div, LT_F32}, {LT_U8, LT_I32, lt_lt, LT_BOOL}, {LT_U8, LT_U8, lt_add, LT_U8},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         lt_tensor *a = mk(T[i].a, 1, s, v), *b = mk(T[i].b, 1, s, v);
@@ -1237,9 +1245,11 @@ TEST(zero_and_one_sized) {
 TEST(creation) {
     int64_t s[2] = {2, 3};
     for (int i = 0; i < NDT; i++) {
-        lt_tensor *z = lt_zeros(ALL[i], 2, s), *o = lt_ones(ALL[i], 2, s), *f = lt_full(-2.5, ALL[i], 2, s);
+        /* uint8 takes no negative fraction (torch's overflow check); -3 wraps to 253 */
+        double fv = ALL[i] == LT_U8 ? -3 : -2.5;
+        lt_tensor *z = lt_zeros(ALL[i], 2, s), *o = lt_ones(ALL[i], 2, s), *f = lt_full(fv, ALL[i], 2, s);
         double ez[6], eo[6], ef[6];
-        for (int k = 0; k < 6; k++) ez[k] = 0, eo[k] = 1, ef[k] = round_to(ALL[i], -2.5);
+        for (int k = 0; k < 6; k++) ez[k] = 0, eo[k] = 1, ef[k] = round_to(ALL[i], fv);
         expect_full("zeros", z, ALL[i], 2, s, ez, 0);
         expect_full("ones", o, ALL[i], 2, s, eo, 0);
         expect_full("full", f, ALL[i], 2, s, ef, 0);
@@ -1250,6 +1260,18 @@ TEST(creation) {
     lt_tensor *sc = lt_full(4, LT_F64, 0, NULL);
     CHECK(lt_ndim(sc) == 0 && lt_numel(sc) == 1 && lt_item(sc) == 4);
     lt_free(sc);
+    /* uint8's range check is c10's: integers down to -255 (they wrap), fractions in [0, 255] */
+    static const double u8_ok[] = {255, -255, 0.5, 254.5}, u8_bad[] = {256, -256, -0.5, 255.5, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof u8_ok / sizeof *u8_ok; i++) {
+        lt_tensor *u = lt_full(u8_ok[i], LT_U8, 0, NULL);
+        CHECK_MSG(u && lt_item(u) == round_to(LT_U8, u8_ok[i]), "full(%g, uint8): %s", u8_ok[i], lt_error_message());
+        lt_free(u);
+    }
+    for (size_t i = 0; i < sizeof u8_bad / sizeof *u8_bad; i++) {
+        lt_tensor *u = lt_full(u8_bad[i], LT_U8, 0, NULL);
+        CHECK_MSG(!u && lt_error() == LT_ERR_ARG, "full(%g, uint8) must be refused", u8_bad[i]);
+        lt_clear_error();
+    }
     /* arange: count = ceil((end - start) / step), like PyTorch */
     static const struct {
         double a, b, st;

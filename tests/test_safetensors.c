@@ -107,6 +107,35 @@ TEST(bf16_round_trip) {
     lt_free(t);
 }
 
+/* uint8 (images) is safetensors' "U8": every byte value comes back as is. */
+TEST(u8_round_trip) {
+    uint8_t v[4] = {0, 1, 128, 255};
+    int64_t s[2] = {2, 2};
+    lt_tensor *t = lt_from_data(v, LT_U8, 2, s);
+    const char *nm[1] = {"img"};
+    CHECK(lt_save_safetensors(g_path, 1, nm, &t) == 0);
+    FILE *f = fopen(g_path, "rb");
+    unsigned char buf[256];
+    size_t got = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint64_t hl = 0;
+    for (int k = 7; k >= 0; k--) hl = (hl << 8) | buf[k];
+    CHECK(got == 8 + hl + 4);
+    CHECK(!memcmp(buf + 8, "{\"img\":{\"dtype\":\"U8\",\"shape\":[2,2],\"data_offsets\":[0,4]}}", 57));
+    char **ln;
+    lt_tensor **lts;
+    int n = lt_load_safetensors(g_path, &ln, &lts);
+    CHECK(n == 1);
+    if (n == 1) {
+        uint8_t back[4] = {0};
+        CHECK(lt_dtype_of(lts[0]) == LT_U8);
+        CHECK(lt_to_host(lts[0], back, sizeof back) == 0);
+        CHECK(!memcmp(back, v, sizeof v));
+        h_free_loaded(n, ln, lts, 0, NULL, NULL);
+    }
+    lt_free(t);
+}
+
 static int parses(const char *s) {
     json v;
     char err[128];
@@ -307,6 +336,7 @@ int main(void) {
     RUN(round_trip_all_dtypes);
     RUN(header_layout);
     RUN(bf16_round_trip);
+    RUN(u8_round_trip);
     RUN(json_strict);
     RUN(rejects_malformed);
     RUN(bool_bytes_checked);

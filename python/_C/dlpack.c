@@ -46,6 +46,7 @@ static void capsule_destructor(PyObject *cap) {
 static const dl_dtype dl_of[LTPY_NDTYPES] = {
     [LT_F32] = {DL_FLOAT, 32, 1}, [LT_F64] = {DL_FLOAT, 64, 1}, [LT_I32] = {DL_INT, 32, 1},
     [LT_I64] = {DL_INT, 64, 1},   [LT_BOOL] = {DL_BOOL, 8, 1}, [LT_BF16] = {DL_BFLOAT, 16, 1},
+    [LT_U8] = {DL_UINT, 8, 1},
 };
 
 PyObject *ltpy_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
@@ -85,6 +86,7 @@ static int dtype_from(dl_dtype t, lt_dtype *out) {
     else if (t.code == DL_INT && (t.bits == 32 || t.bits == 64)) *out = t.bits == 32 ? LT_I32 : LT_I64;
     else if (t.code == DL_BOOL && t.bits == 8) *out = LT_BOOL;
     else if (t.code == DL_BFLOAT && t.bits == 16) *out = LT_BF16;
+    else if (t.code == DL_UINT && t.bits == 8) *out = LT_U8;
     else return -1;
     return 0;
 }

@@ -19,7 +19,7 @@ typedef struct {
 extern PyTypeObject ltpy_tensor_base;  /* _C.TensorBase */
 extern PyTypeObject ltpy_dtype_type;   /* _C.dtype */
 extern PyTypeObject *ltpy_tensor_cls;  /* lazytensor.Tensor once registered, else TensorBase */
-#define LTPY_NDTYPES (LT_BF16 + 1)
+#define LTPY_NDTYPES (LT_U8 + 1)
 extern PyObject *ltpy_dtypes[LTPY_NDTYPES]; /* one object per lt_dtype */
 
 static inline int ltpy_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }

@@ -248,6 +248,7 @@ CAST(int, LT_I32)
 CAST(long, LT_I64)
 CAST(bool, LT_BOOL)
 CAST(bfloat16, LT_BF16)
+CAST(byte, LT_U8)
 
 FAST(m_view) {
     int64_t s[LT_MAX_DIMS];
@@ -420,6 +421,7 @@ PyMethodDef ltpy_tensor_methods[] = {
     M("detach", m_detach, METH_NOARGS), M_FAST(to),
     M("float", m_float, METH_NOARGS), M("double", m_double, METH_NOARGS), M("int", m_int, METH_NOARGS),
     M("long", m_long, METH_NOARGS), M("bool", m_bool, METH_NOARGS), M("bfloat16", m_bfloat16, METH_NOARGS),
+    M("byte", m_byte, METH_NOARGS),
     M_FAST(view), M_FAST(reshape), M_FAST(expand), M_FAST(permute), M_KW(flatten), M_FAST(transpose),
     M("t", m_t, METH_NOARGS), M("unsqueeze", m_unsqueeze, METH_O), M_FAST(squeeze), M_KW(diagonal),
     M_FAST(narrow), M_FAST(select), M_KW(as_strided),

@@ -333,7 +333,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&ltpy_tensor_base)) goto fail;
     Py_INCREF(&ltpy_dtype_type);
     if (PyModule_AddObject(m, "dtype", (PyObject *)&ltpy_dtype_type)) goto fail;
-    static const char *names[LTPY_NDTYPES] = {"float32", "float64", "int32", "int64", "bool", "bfloat16"};
+    static const char *names[LTPY_NDTYPES] = {"float32", "float64", "int32", "int64", "bool", "bfloat16", "uint8"};
     for (int d = 0; d < LTPY_NDTYPES; d++) {
         dtype_obj *o = PyObject_New(dtype_obj, &ltpy_dtype_type);
         if (!o) goto fail;

@@ -21,10 +21,11 @@ lt_dtype lt_type(c10::ScalarType t, const char *op) {
     case at::kLong: return LT_I64;
     case at::kBool: return LT_BOOL;
     case at::kBFloat16: return LT_BF16;
+    case at::kByte: return LT_U8;
     default: break;
     }
     TORCH_CHECK_TYPE(false, "lazytensor: ", op, ": dtype ", t,
-                     " is not supported on the lazytensor device (float32, float64, bfloat16, int64, int32, bool)");
+                     " is not supported on the lazytensor device (float32, float64, bfloat16, int64, int32, uint8, bool)");
 }
 
 c10::ScalarType torch_type(lt_dtype d) {
@@ -35,6 +36,7 @@ c10::ScalarType torch_type(lt_dtype d) {
     case LT_I64: return at::kLong;
     case LT_BOOL: return at::kBool;
     case LT_BF16: return at::kBFloat16;
+    case LT_U8: return at::kByte;
     }
     TORCH_INTERNAL_ASSERT(false, "unknown lt_dtype");
 }

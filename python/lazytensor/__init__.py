@@ -19,7 +19,7 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
 
 from . import _C  # noqa: E402
 from ._tensor import Tensor, Size
-from ._C import float32, float64, int32, int64, bool, bfloat16, dtype  # noqa: A004 (torch's names)
+from ._C import float32, float64, int32, int64, bool, bfloat16, uint8, dtype  # noqa: A004 (torch's names)
 from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange, rand, randn,
                         zeros_like, ones_like, full_like, empty_like, rand_like, randn_like)
 from ._autograd import no_grad, is_grad_enabled

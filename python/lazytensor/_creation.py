@@ -6,7 +6,7 @@ import numpy as np
 from . import _C
 
 _FROM_NP = {np.dtype(np.float32): _C.float32, np.dtype(np.float64): _C.float64, np.dtype(np.int32): _C.int32,
-            np.dtype(np.int64): _C.int64, np.dtype(np.bool_): _C.bool}
+            np.dtype(np.int64): _C.int64, np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8}
 _TO_NP = {v: k for k, v in _FROM_NP.items()}
 
 

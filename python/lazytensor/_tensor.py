@@ -7,7 +7,8 @@ from . import _C
 
 Size = tuple  # torch.Size is a tuple subclass; a plain tuple compares the same
 
-_NP = {_C.float32: np.float32, _C.float64: np.float64, _C.int32: np.int32, _C.int64: np.int64, _C.bool: np.bool_}
+_NP = {_C.float32: np.float32, _C.float64: np.float64, _C.int32: np.int32, _C.int64: np.int64, _C.bool: np.bool_,
+       _C.uint8: np.uint8}
 
 
 class Tensor(_C.TensorBase):

@@ -102,6 +102,7 @@ lt_tensor *lt_arange(double start, double end, double step, lt_dtype dtype) {
         case LT_I64: ((int64_t *)buf->data)[i] = (int64_t)v; break;
         case LT_BOOL: ((uint8_t *)buf->data)[i] = v != 0; break;
         case LT_BF16: ((uint16_t *)buf->data)[i] = bf16_from_f32((float)v); break;
+        case LT_U8: ((uint8_t *)buf->data)[i] = (uint8_t)(int64_t)v; break;
         }
     }
     return func_new_data(buf, dtype, 1, shape);

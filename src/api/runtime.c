@@ -285,7 +285,7 @@ double lt_item(lt_tensor *t) {
     case LT_F64: return v.f;
     case LT_I32: return v.i32;
     case LT_I64: return (double)v.i64;
-    case LT_BOOL: return v.b;
+    case LT_BOOL: case LT_U8: return v.b;
     case LT_BF16: return bf16_to_f32(v.bf);
     }
     return NAN;

@@ -94,11 +94,11 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 
 /* ---- dtypes (dtype.c) ---- */
 static inline size_t dtype_size(lt_dtype d) {
-    static const size_t sz[] = {4, 8, 4, 8, 1, 2};
+    static const size_t sz[] = {4, 8, 4, 8, 1, 2, 1};
     return sz[d];
 }
 static inline int dtype_is_float(lt_dtype d) { return d == LT_F32 || d == LT_F64 || d == LT_BF16; }
-static inline int dtype_valid(int d) { return d >= LT_F32 && d <= LT_BF16; }
+static inline int dtype_valid(int d) { return d >= LT_F32 && d <= LT_U8; }
 /* bfloat16 <-> float32 as PyTorch's c10::BFloat16 does: round to nearest
  * even; a NaN stays a NaN (quiet, sign kept) instead of rounding to inf. */
 static inline uint16_t bf16_from_f32(float f) {

@@ -1,4 +1,5 @@
-/* dtypes and PyTorch's type promotion (bool < integers < floats). */
+/* dtypes and PyTorch's type promotion (bool < integers < floats; within
+ * integers uint8 < int32 < int64). */
 #include "core.h"
 
 #include <float.h>
@@ -10,9 +11,10 @@ lt_dtype dtype_promote(lt_dtype a, lt_dtype b) {
     if (a == b) return a;
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;
-    /* same category, different width: the wider (bf16 < f32 < f64) */
-    if (ca == 2) return dtype_size(a) > dtype_size(b) ? a : b;
-    return LT_I64;
+    /* same category, different width: the wider (bf16 < f32 < f64,
+     * u8 < i32 < i64: no signed type as narrow as uint8 exists here, so
+     * the wider always holds both, as torch's table gives) */
+    return dtype_size(a) > dtype_size(b) ? a : b;
 }
 
 /* PyTorch's result_type over tensor operands, with its dimension
@@ -48,6 +50,9 @@ int dtype_fits(double v, lt_dtype d) {
     switch (d) {
     case LT_I32: return v >= -2147483648.0 && v <= 2147483647.0;
     case LT_I64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    /* c10's overflows<uint8_t>: an integer may be negative down to -255
+     * (it wraps: a - b as a + 255 b); a fraction must lie in [0, 255] */
+    case LT_U8: return v == floor(v) ? v >= -255.0 && v <= 255.0 : v > 0.0 && v < 255.0;
     case LT_F32: return !isfinite(v) || fabs(v) <= FLT_MAX;
     case LT_BF16: return !isfinite(v) || fabs(v) <= 3.3895313892515355e38; /* bfloat16's largest */
     default: return 1;
@@ -61,7 +66,7 @@ int dtype_can_cast(lt_dtype from, lt_dtype to) {
 }
 
 const char *dtype_name(lt_dtype d) {
-    static const char *n[] = {"float32", "float64", "int32", "int64", "bool", "bfloat16"};
+    static const char *n[] = {"float32", "float64", "int32", "int64", "bool", "bfloat16", "uint8"};
     return dtype_valid((int)d) ? n[d] : "invalid";
 }
 size_t lt_dtype_size(lt_dtype d) {

@@ -19,7 +19,7 @@
  * (the reference implementation uses the same bound). */
 #define ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000)
 
-static const char *const st_dtype_names[] = {"F32", "F64", "I32", "I64", "BOOL", "BF16"};
+static const char *const st_dtype_names[] = {"F32", "F64", "I32", "I64", "BOOL", "BF16", "U8"}; /* by lt_dtype */
 
 /* The data is written in host order; every supported host is little-endian. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");

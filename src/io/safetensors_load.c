@@ -36,7 +36,7 @@ static int bad(const char *path, const char *fmt, ...) {
 }
 
 static int parse_dtype(const char *s, lt_dtype *d) {
-    static const char *const names[] = {"F32", "F64", "I32", "I64", "BOOL", "BF16"};
+    static const char *const names[] = {"F32", "F64", "I32", "I64", "BOOL", "BF16", "U8"}; /* by lt_dtype */
     for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
         if (!strcmp(s, names[k])) { *d = (lt_dtype)k; return 0; }
     return -1;

@@ -52,7 +52,7 @@ double *h_read(lt_tensor *t) {
         case LT_F64: out[i] = ((double *)raw)[i]; break;
         case LT_I32: out[i] = ((int32_t *)raw)[i]; break;
         case LT_I64: out[i] = (double)((int64_t *)raw)[i]; break;
-        case LT_BOOL: out[i] = raw[i]; break;
+        case LT_BOOL: case LT_U8: out[i] = raw[i]; break;
         case LT_BF16: { /* the top half of a float */
             uint32_t u = (uint32_t)((uint16_t *)raw)[i] << 16;
             float f;
