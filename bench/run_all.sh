@@ -47,8 +47,6 @@ stats() {
 med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # a / b in format f (default %.2f), "-" when either is missing
 div() { awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) printf "-"; else printf f, a / b }'; }
-# The one number after "$2" on the lines of file $1 that match $3 (a regular expression).
-num() { awk -v key="$2" -v re="$3" '$0 ~ re { i = index($0, key); if (i) { s = substr($0, i + length(key)); sub(/^[ =:]*/, "", s); print s + 0; exit } }' "$1"; }
 # A field of a --report json line: jfield FILE NAME
 jfield() { sed -n "s/.*\"$2\": \\([-0-9.e+]*\\).*/\\1/p" "$1" | head -1; }
 have_torch() { $PY -c 'import torch' 2>/dev/null; }
@@ -58,7 +56,7 @@ need() { # need FILE...: every file exists in the build
     for f; do [ -e "$B/$f" ] || { skip "$B/$f is missing (make build)"; return 1; }; done
 }
 rounds() { seq "$ROUNDS"; }
-nrounds() { [ "$ROUNDS" = 1 ] && echo "1 round" || echo "$(nrounds)"; }
+nrounds() { [ "$ROUNDS" = 1 ] && echo "1 round" || echo "$ROUNDS rounds"; }
 # Step times (ms) of a lazytensor train --trace-file: the "step" spans after the first (start-up).
 steps_of() {
     python3 - "$1" <<'PY'
@@ -68,7 +66,7 @@ for e in [e for e in ev if e.get("name") == "step" and e.get("ph") == "X"][1:]:
     print("%.1f" % (e["dur"] / 1e3))
 PY
 }
-# lines $2.. of stdin (1-based), i.e. the steady steps
+# stdin from its line $1 on (1-based): the steady steps
 from_line() { tail -n "+$1"; }
 lt_env() { env LT_NUM_THREADS="$NT" OMP_NUM_THREADS="$NT" "$@"; }
 
