@@ -31,8 +31,11 @@ train: deps $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 	@$(BUILD)/lazytensor train $(ARGS)
 
+# Every benchmark of docs/benchmarks.md with its PyTorch counterpart, printed
+# as that page's tables (about an hour; bench/run_all.sh says how to run a
+# part of it).
 bench: build
-	@for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
+	@BUILD=$(BUILD) sh bench/run_all.sh
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer; ASan's
 # leak checker runs at each test's exit.

@@ -96,12 +96,8 @@ extern "C" {
 
 typedef struct lt_tensor lt_tensor;
 /* LT_BF16: bfloat16 (the top 16 bits of a float32), stored as uint16_t;
- * conversions round to nearest even and keep NaN a NaN.
- * LT_U8: uint8 (images), as PyTorch's: its arithmetic wraps modulo 256, a
- * float converts by truncation toward zero then modulo 256, it promotes
- * below int32/int64 and above bool; appended last so the others keep
- * their numbers. */
-typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16, LT_U8 } lt_dtype;
+ * conversions round to nearest even and keep NaN a NaN. */
+typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16 } lt_dtype;
 
 /* Error codes returned by lt_error(). */
 enum lt_status {
@@ -361,6 +357,10 @@ lt_tensor *lt_tanh_backward(lt_tensor *g, lt_tensor *out);
 lt_tensor *lt_threshold_backward(lt_tensor *g, lt_tensor *x, double threshold); /* relu's: 0 where x <= threshold */
 lt_tensor *lt_hardtanh_backward(lt_tensor *g, lt_tensor *x, double lo, double hi); /* 0 where x <= lo or x >= hi */
 lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
+/* Division rounded toward zero / down (torch's rounding_mode 'trunc' /
+ * 'floor'); integers stay integers, and divide by zero to 0 (torch raises). */
+lt_tensor *lt_div_trunc(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_div_floor(lt_tensor *a, lt_tensor *b);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
 /* softmax / log_softmax backward from the forward's output (PyTorch's

@@ -129,11 +129,30 @@ TEST(activations_and_backward_ops) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }
 
+TEST(division_rounding_modes) {
+    /* torch.div(a, b, rounding_mode='trunc' / 'floor') */
+    lt_tensor *a = f64v(6, (double[]){7, -7, 7, -7, 1, -0.0}), *b = f64v(6, (double[]){2, 2, -2, -2, 0, 3});
+    lt_tensor *t = lt_div_trunc(a, b), *f = lt_div_floor(a, b);
+    EXPECT_VALUES(t, 0, 3, -3, -3, 3, INFINITY, -0.0);
+    EXPECT_VALUES(f, 0, 3, -4, -4, 3, INFINITY, -0.0);
+    double *fv = h_read(f);
+    CHECK(signbit(fv[5])); /* -0 / 3 floors to -0, as torch */
+    free(fv);
+    lt_tensor *i = i64v(4, (int64_t[]){7, -7, 7, 5}), *j = i64v(4, (int64_t[]){2, 2, -2, 0});
+    lt_tensor *it = lt_div_trunc(i, j), *ifl = lt_div_floor(i, j);
+    CHECK(lt_dtype_of(it) == LT_I64 && lt_dtype_of(ifl) == LT_I64);
+    EXPECT_VALUES(it, 0, 3, -3, -3, 0);
+    EXPECT_VALUES(ifl, 0, 3, -4, -4, 0); /* a zero divisor gives 0 (torch raises) */
+    lt_tensor *all[] = {a, b, t, f, i, j, it, ifl};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
 int main(void) {
     RUN(add_scaled);
     RUN(integral_scalars_keep_integer_dtypes);
     RUN(scalar_comparisons);
     RUN(masked_fill_and_sign);
     RUN(activations_and_backward_ops);
+    RUN(division_rounding_modes);
     return h_report();
 }

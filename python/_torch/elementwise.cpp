@@ -10,7 +10,6 @@
 
 #include <ATen/ops/bitwise_and_ops.h>
 #include <ATen/ops/bitwise_or_ops.h>
-#include <ATen/ops/div_ops.h>
 
 #include <cmath>
 
@@ -266,14 +265,54 @@ static at::Tensor div_s(const at::Tensor &self, const c10::Scalar &other) {
 static at::Tensor &div_s_(at::Tensor &self, const c10::Scalar &other) {
     return write(self, div_scalar(self, other, "div_"), "div_");
 }
-// rounding_mode 'trunc' / 'floor': the core has no such division yet; torch's CPU kernel runs them.
+// rounding_mode 'trunc' / 'floor' (integers stay integers; floor_divide is 'floor').
+static bool trunc_mode(c10::string_view mode, c10::ScalarType result) {
+    TORCH_CHECK(mode == "trunc" || mode == "floor",
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
+    TORCH_CHECK(result != at::kBool, "\"div_", mode, "_cpu\" not implemented for 'Bool'");
+    return mode == "trunc";
+}
+static lt_tensor *div_scalar_mode_h(const at::Tensor &self, const c10::Scalar &other,
+                                    c10::optional<c10::string_view> mode, const char *op) {
+    if (!mode.has_value()) return div_scalar(self, other, op);
+    bool trunc = trunc_mode(*mode, at::result_type(self, other));
+    Val a(self, op);
+    Owned b(scalar_node(other, self, op));
+    return trunc ? lt_div_trunc(a, b) : lt_div_floor(a, b);
+}
+static lt_tensor *div_mode_h(const at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode,
+                             const char *op) {
+    c10::Scalar s;
+    if (wrapped_scalar(other, s)) return div_scalar_mode_h(self, s, mode, op);
+    if (!mode.has_value()) return div_h(self, other, op);
+    bool trunc = trunc_mode(*mode, at::result_type(self, other));
+    Val a(self, op), b(other, op);
+    return trunc ? lt_div_trunc(a, b) : lt_div_floor(a, b);
+}
 static at::Tensor div_mode(const at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode) {
-    if (!mode.has_value()) return ltt::div(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::div_Tensor_mode>::call(self, other, mode);
+    return wrap(div_mode_h(self, other, mode, "div"), "div");
 }
 static at::Tensor &div_mode_(at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode) {
-    if (!mode.has_value()) return ltt::div_(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::div__Tensor_mode>::call(self, other, mode);
+    return write(self, div_mode_h(self, other, mode, "div_"), "div_");
+}
+static at::Tensor &div_mode_out(const at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode,
+                                at::Tensor &out) {
+    return write_out(out, div_mode_h(self, other, mode, "div.out"), "div.out");
+}
+static at::Tensor div_s_mode(const at::Tensor &self, const c10::Scalar &other, c10::optional<c10::string_view> mode) {
+    return wrap(div_scalar_mode_h(self, other, mode, "div"), "div");
+}
+static at::Tensor &div_s_mode_(at::Tensor &self, const c10::Scalar &other, c10::optional<c10::string_view> mode) {
+    return write(self, div_scalar_mode_h(self, other, mode, "div_"), "div_");
+}
+static at::Tensor floor_divide(const at::Tensor &self, const at::Tensor &other) {
+    return wrap(div_mode_h(self, other, c10::string_view("floor"), "floor_divide"), "floor_divide");
+}
+static at::Tensor &floor_divide_(at::Tensor &self, const at::Tensor &other) {
+    return write(self, div_mode_h(self, other, c10::string_view("floor"), "floor_divide_"), "floor_divide_");
+}
+static at::Tensor &floor_divide_out(const at::Tensor &self, const at::Tensor &other, at::Tensor &out) {
+    return write_out(out, div_mode_h(self, other, c10::string_view("floor"), "floor_divide.out"), "floor_divide.out");
 }
 
 // ---- pow, maximum / minimum, clamp ------------------------------------------------------
@@ -354,6 +393,40 @@ static at::Tensor clamp_max(const at::Tensor &self, const c10::Scalar &hi) { ret
 static at::Tensor &clamp_max_(at::Tensor &self, const c10::Scalar &hi) { return ltt::clamp_(self, c10::nullopt, hi); }
 static at::Tensor &clamp_max_out(const at::Tensor &self, const c10::Scalar &hi, at::Tensor &out) {
     return ltt::clamp_out(self, c10::nullopt, hi, out);
+}
+
+// Tensor bounds: clamp_min is maximum, clamp_max minimum (NaN propagates, as
+// torch's clamp); clamp with both is one node per bound.
+static lt_tensor *clamp_t_h(const at::Tensor &self, const c10::optional<at::Tensor> &lo,
+                            const c10::optional<at::Tensor> &hi, const char *op) {
+    bool l = lo.has_value() && lo->defined(), h = hi.has_value() && hi->defined();
+    TORCH_CHECK(l || h, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    Val a(self, op), vl(lo, op), vh(hi, op);
+    if (!h) return lt_maximum(a, vl);
+    if (!l) return lt_minimum(a, vh);
+    Owned m(check(lt_maximum(a, vl), op));
+    return lt_minimum(m, vh);
+}
+static at::Tensor clamp_t(const at::Tensor &self, const c10::optional<at::Tensor> &lo,
+                          const c10::optional<at::Tensor> &hi) {
+    return wrap(clamp_t_h(self, lo, hi, "clamp"), "clamp");
+}
+static at::Tensor &clamp_t_(at::Tensor &self, const c10::optional<at::Tensor> &lo, const c10::optional<at::Tensor> &hi) {
+    return write(self, clamp_t_h(self, lo, hi, "clamp_"), "clamp_");
+}
+static at::Tensor &clamp_t_out(const at::Tensor &self, const c10::optional<at::Tensor> &lo,
+                               const c10::optional<at::Tensor> &hi, at::Tensor &out) {
+    return write_out(out, clamp_t_h(self, lo, hi, "clamp.out"), "clamp.out");
+}
+static at::Tensor clamp_min_t(const at::Tensor &self, const at::Tensor &lo) { return clamp_t(self, lo, c10::nullopt); }
+static at::Tensor &clamp_min_t_(at::Tensor &self, const at::Tensor &lo) { return clamp_t_(self, lo, c10::nullopt); }
+static at::Tensor &clamp_min_t_out(const at::Tensor &self, const at::Tensor &lo, at::Tensor &out) {
+    return clamp_t_out(self, lo, c10::nullopt, out);
+}
+static at::Tensor clamp_max_t(const at::Tensor &self, const at::Tensor &hi) { return clamp_t(self, c10::nullopt, hi); }
+static at::Tensor &clamp_max_t_(at::Tensor &self, const at::Tensor &hi) { return clamp_t_(self, c10::nullopt, hi); }
+static at::Tensor &clamp_max_t_out(const at::Tensor &self, const at::Tensor &hi, at::Tensor &out) {
+    return clamp_t_out(self, c10::nullopt, hi, out);
 }
 
 // ---- lerp, addcmul, addcdiv: one core call, the in-place forms included ------------------
@@ -606,6 +679,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("div_.Scalar", TORCH_FN(div_s_));
     m.impl("div.Tensor_mode", TORCH_FN(div_mode));
     m.impl("div_.Tensor_mode", TORCH_FN(div_mode_));
+    m.impl("div.out_mode", TORCH_FN(div_mode_out));
+    m.impl("div.Scalar_mode", TORCH_FN(div_s_mode));
+    m.impl("div_.Scalar_mode", TORCH_FN(div_s_mode_));
+    m.impl("floor_divide", TORCH_FN(floor_divide));
+    m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
+    m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
     m.impl("pow.Tensor_Tensor", TORCH_FN(pow_tt));
     m.impl("pow_.Tensor", TORCH_FN(pow_tt_));
     m.impl("pow.Tensor_Tensor_out", TORCH_FN(pow_tt_out));
@@ -626,6 +705,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("clamp_max", TORCH_FN(clamp_max));
     m.impl("clamp_max_", TORCH_FN(clamp_max_));
     m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+    m.impl("clamp.Tensor", TORCH_FN(clamp_t));
+    m.impl("clamp_.Tensor", TORCH_FN(clamp_t_));
+    m.impl("clamp.Tensor_out", TORCH_FN(clamp_t_out));
+    m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_t));
+    m.impl("clamp_min_.Tensor", TORCH_FN(clamp_min_t_));
+    m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_t_out));
+    m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_t));
+    m.impl("clamp_max_.Tensor", TORCH_FN(clamp_max_t_));
+    m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_t_out));
     m.impl("lerp.Scalar", TORCH_FN(lerp));
     m.impl("lerp_.Scalar", TORCH_FN(lerp_));
     m.impl("lerp.Scalar_out", TORCH_FN(lerp_out));

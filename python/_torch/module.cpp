@@ -12,6 +12,7 @@
 namespace ltt {
 std::map<std::string, int64_t> fallback_counts();
 void fallback_reset();
+void def_dist(pybind11::module &m);  // dist.cpp
 }
 
 using namespace ltt;
@@ -49,6 +50,10 @@ PYBIND11_MODULE(_bridge, m) {
     });
     m.def("fallback_counts", &fallback_counts);
     m.def("manual_seed", [](uint64_t seed) { lt_manual_seed(seed); });
+    // Spans on the core's Chrome trace (LT_TRACE_FILE): torch_xla.debug.profiler.
+    m.def("trace_begin", [](const std::string &name) { lt_trace_begin(name.c_str()); });
+    m.def("trace_end", [] { lt_trace_end(); });
+    def_dist(m);
     // lazytensor.Tensor <-> torch tensor without a copy: each side gets a
     // new handle aliasing the other's storage (lt_detach), so writes through
     // either are seen by both.

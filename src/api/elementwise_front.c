@@ -78,6 +78,15 @@ lt_tensor *lt_hardtanh_backward(lt_tensor *g, lt_tensor *x, double lo, double hi
     return api_elementwise("lt_hardtanh_backward", LT_OP_HARDTANH_BWD, 2, in, 2, s, NULL);
 }
 
+lt_tensor *lt_div_trunc(lt_tensor *a, lt_tensor *b) {
+    lt_tensor *in[2] = {a, b};
+    return api_elementwise("lt_div_trunc", LT_OP_DIV_TRUNC, 2, in, 0, NULL, NULL);
+}
+lt_tensor *lt_div_floor(lt_tensor *a, lt_tensor *b) {
+    lt_tensor *in[2] = {a, b};
+    return api_elementwise("lt_div_floor", LT_OP_DIV_FLOOR, 2, in, 0, NULL, NULL);
+}
+
 /* GELU_BWD (nn_gelu_backward, what lt_gelu's autograd records) for a front end. */
 lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form) {
     lt_tensor *in[2] = {g, x};

@@ -182,7 +182,7 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR: case LT_OP_GT_SCALAR:
     case LT_OP_GE_SCALAR: case LT_OP_SIGN: case LT_OP_SILU_BWD: case LT_OP_HARDSWISH_BWD:
     case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
-    case LT_OP_TANH_BWD:
+    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR:
     case LT_OP_MAX_POOL2D_INDICES: case LT_OP_LN_STATS: case LT_OP_RANDOM:
     case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST:
         break;

@@ -23,7 +23,7 @@ static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t o
         for (int64_t i = 0; i < n; i++) dst[i] = (T)(double)s_[i * step];
         break;
     }
-    case LT_BOOL: case LT_U8: CONVERT_LOOP(uint8_t); break;
+    case LT_BOOL: CONVERT_LOOP(uint8_t); break;
     case LT_BF16: { /* exact: a bfloat16 is the top half of a float */
         const uint16_t *s_ = (const uint16_t *)src + off;
         if (step == 1) {
@@ -211,6 +211,11 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_HARDTANH_BWD: LOOP(Y <= s0 || Y >= s1 ? (T)0 : X); break;
         case LT_OP_SIGMOID_BWD: LOOP(DX * (1.0 - DY) * DY); break;
         case LT_OP_TANH_BWD: LOOP(DX * (1.0 - DY * DY)); break;
+        case LT_OP_DIV_TRUNC: LOOP(TM(trunc)(X / Y)); break;
+        case LT_OP_DIV_FLOOR:
+            if (sizeof(T) == 4) LOOP(ref_div_floor_float((float)X, (float)Y));
+            else LOOP(ref_div_floor_double(DX, DY));
+            break;
         case LT_OP_CAST:
             if (t->dtype == LT_BOOL) LOOP(X != (T)0);
             else LOOP(X);

@@ -25,7 +25,7 @@ static inline double ld_f(const void *p, lt_dtype d, int64_t i) {
     case LT_F64: return ((const double *)p)[i];
     case LT_I32: return ((const int32_t *)p)[i];
     case LT_I64: return (double)((const int64_t *)p)[i];
-    case LT_BOOL: case LT_U8: return ((const uint8_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i];
     case LT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     }
     return 0;
@@ -41,7 +41,7 @@ static inline int64_t ld_i(const void *p, lt_dtype d, int64_t i) {
     }
     case LT_I32: return ((const int32_t *)p)[i];
     case LT_I64: return ((const int64_t *)p)[i];
-    case LT_BOOL: case LT_U8: return ((const uint8_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i];
     }
     return 0;
 }
@@ -53,7 +53,6 @@ static inline void st_i(void *p, lt_dtype d, int64_t i, int64_t v) {
     case LT_I64: ((int64_t *)p)[i] = v; break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LT_BF16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
-    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break; /* wraps modulo 256 */
     }
 }
 static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
@@ -68,8 +67,6 @@ static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
      * PyTorch gives on this CPU; C leaves the cast undefined. */
     case LT_I32: ((int32_t *)p)[i] = v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; break;
     case LT_I64: ((int64_t *)p)[i] = v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN; break;
-    /* as torch's CPU: truncated to int32 (as above), then its low byte */
-    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)(uint32_t)(v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN); break;
     }
 }
 /* Copies element i of (src, sd) to element j of (dst, dd), converting. */
@@ -81,6 +78,22 @@ static inline void cp_elem(void *dst, lt_dtype dd, int64_t j, const void *src, l
 /* GELU and its derivative (issue 16), in double, shared by the reference
  * and the cpu tile kernels so that both compute the same function.
  * tanh_form: PyTorch's approximate='tanh'. */
+/* torch's floor division of floating values (div rounding_mode='floor'),
+ * in the operands' type: double and float forms, shared with the cpu
+ * backend. A zero divisor gives IEEE's a / b. */
+#define REF_DIV_FLOOR(T, FMOD, FLOOR, COPYSIGN)                            \
+    static inline T ref_div_floor_##T(T a, T b) {                           \
+        if (b == 0) return a / b;                                           \
+        T mod = FMOD(a, b), div = (a - mod) / b;                            \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                     \
+        if (div == 0) return COPYSIGN((T)0, a / b);                         \
+        T fl = FLOOR(div);                                                  \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                             \
+    }
+REF_DIV_FLOOR(double, fmod, floor, copysign)
+REF_DIV_FLOOR(float, fmodf, floorf, copysignf)
+#undef REF_DIV_FLOOR
+
 static inline double ref_gelu(double x, int tanh_form) {
     if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));

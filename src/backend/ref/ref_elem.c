@@ -70,6 +70,9 @@ static double f_apply(int op, const double *x, const double *s, int single) {
     case LT_OP_HARDTANH_BWD: return b <= ref_scalar_in(s[0], single) || b >= ref_scalar_in(s[1], single) ? 0.0 : a;
     case LT_OP_SIGMOID_BWD: return a * (1.0 - b) * b;
     case LT_OP_TANH_BWD: return a * (1.0 - b * b);
+    case LT_OP_DIV_TRUNC: /* the quotient rounded to float first, as torch's float32 (bfloat16: in float) */
+        return trunc(single ? (double)(float)(a / b) : a / b);
+    case LT_OP_DIV_FLOOR: return single ? (double)ref_div_floor_float((float)a, (float)b) : ref_div_floor_double(a, b);
     case LT_OP_CAST: return a;
     case LT_OP_LERP: /* PyTorch's two-sided formula */
         return s[0] < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
@@ -135,6 +138,15 @@ static int64_t i_apply(int op, const int64_t *x, const double *s) {
     case LT_OP_SIGN: return (a > 0) - (a < 0);
     case LT_OP_THRESHOLD_BWD: return (double)b <= s[0] ? 0 : a;
     case LT_OP_HARDTANH_BWD: return (double)b <= s[0] || (double)b >= s[1] ? 0 : a;
+    case LT_OP_DIV_TRUNC: /* C's division truncates; torch raises for b == 0 */
+        if (b == 0) return 0;
+        return b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;
+    case LT_OP_DIV_FLOOR: {
+        if (b == 0) return 0;
+        if (b == -1) return (int64_t)(0 - (uint64_t)a);
+        int64_t q = a / b;
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+    }
     case LT_OP_ADDCMUL: /* PyTorch truncates value to the integer type first */
         return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0] * (uint64_t)b * (uint64_t)x[2]);
     default: /* float-only ops never take the integer path */
