@@ -96,8 +96,12 @@ extern "C" {
 
 typedef struct lt_tensor lt_tensor;
 /* LT_BF16: bfloat16 (the top 16 bits of a float32), stored as uint16_t;
- * conversions round to nearest even and keep NaN a NaN. */
-typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16 } lt_dtype;
+ * conversions round to nearest even and keep NaN a NaN.
+ * LT_U8: uint8 (images), as PyTorch's: its arithmetic wraps modulo 256, a
+ * float converts by truncation toward zero then modulo 256, it promotes
+ * below int32/int64 and above bool; appended last so the others keep
+ * their numbers. */
+typedef enum lt_dtype { LT_F32, LT_F64, LT_I32, LT_I64, LT_BOOL, LT_BF16, LT_U8 } lt_dtype;
 
 /* Error codes returned by lt_error(). */
 enum lt_status {

@@ -23,8 +23,8 @@ static uint64_t rnd(void) {
 static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
 static double runif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
-/* Dtypes drawn at random: every lt_dtype, bfloat16 (the last) included. */
-#define NDT 6
+/* Dtypes drawn at random: every lt_dtype, bfloat16 and uint8 included. */
+#define NDT 7
 /* The bfloat16 pass (TEST(every_op_bf16)): every float tensor the cases
  * ask for is made bfloat16, and each compared op counts in covered_bf16. */
 static int g_bf16;
@@ -45,6 +45,7 @@ static lt_tensor *rand_tensor(lt_dtype dt, int nd, const int64_t *shape, int pos
         case LT_I64: ((int64_t *)buf)[i] = (int64_t)(v * 3); break;
         case LT_BOOL: buf[i] = v > 0; break;
         case LT_BF16: ((uint16_t *)buf)[i] = bf16_from_f32((float)v); break;
+        case LT_U8: buf[i] = (uint8_t)(int)(v * 70); break; /* both ends of 0..255 (negatives wrap) */
         }
     }
     lt_tensor *t = lt_from_data(buf, dt, nd, shape);

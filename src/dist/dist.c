@@ -100,6 +100,7 @@ static MPI_Datatype mpi_type(lt_dtype dt) {
     case LT_I64: return MPI_INT64_T;
     case LT_BOOL: return MPI_UINT8_T; /* 0 or 1: SUM is a bitwise (= logical) or */
     case LT_BF16: return MPI_UINT16_T;
+    case LT_U8: return MPI_UINT8_T; /* SUM wraps modulo 256, as torch's uint8 */
     }
     return MPI_DATATYPE_NULL;
 }

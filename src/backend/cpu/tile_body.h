@@ -23,7 +23,7 @@ static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t o
         for (int64_t i = 0; i < n; i++) dst[i] = (T)(double)s_[i * step];
         break;
     }
-    case LT_BOOL: CONVERT_LOOP(uint8_t); break;
+    case LT_BOOL: case LT_U8: CONVERT_LOOP(uint8_t); break;
     case LT_BF16: { /* exact: a bfloat16 is the top half of a float */
         const uint16_t *s_ = (const uint16_t *)src + off;
         if (step == 1) {

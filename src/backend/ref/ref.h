@@ -25,7 +25,7 @@ static inline double ld_f(const void *p, lt_dtype d, int64_t i) {
     case LT_F64: return ((const double *)p)[i];
     case LT_I32: return ((const int32_t *)p)[i];
     case LT_I64: return (double)((const int64_t *)p)[i];
-    case LT_BOOL: return ((const uint8_t *)p)[i];
+    case LT_BOOL: case LT_U8: return ((const uint8_t *)p)[i];
     case LT_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     }
     return 0;
@@ -41,7 +41,7 @@ static inline int64_t ld_i(const void *p, lt_dtype d, int64_t i) {
     }
     case LT_I32: return ((const int32_t *)p)[i];
     case LT_I64: return ((const int64_t *)p)[i];
-    case LT_BOOL: return ((const uint8_t *)p)[i];
+    case LT_BOOL: case LT_U8: return ((const uint8_t *)p)[i];
     }
     return 0;
 }
@@ -53,6 +53,7 @@ static inline void st_i(void *p, lt_dtype d, int64_t i, int64_t v) {
     case LT_I64: ((int64_t *)p)[i] = v; break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LT_BF16: ((uint16_t *)p)[i] = bf16_from_f32((float)v); break;
+    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break; /* wraps modulo 256 */
     }
 }
 static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
@@ -67,6 +68,8 @@ static inline void st_f(void *p, lt_dtype d, int64_t i, double v) {
      * PyTorch gives on this CPU; C leaves the cast undefined. */
     case LT_I32: ((int32_t *)p)[i] = v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; break;
     case LT_I64: ((int64_t *)p)[i] = v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN; break;
+    /* as torch's CPU: truncated to int32 (as above), then its low byte */
+    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)(uint32_t)(v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN); break;
     }
 }
 /* Copies element i of (src, sd) to element j of (dst, dd), converting. */
