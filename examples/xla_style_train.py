@@ -127,6 +127,7 @@ def train(args):
                 xm.add_step_closure(_train_update, args=(device, step, loss, tracker, epoch))
             if args.num_steps and step + 1 >= args.num_steps:
                 break
+        xm.mark_step()  # a loop that breaks early leaves its last step pending
         return tracker
 
     def test_loop(loader):

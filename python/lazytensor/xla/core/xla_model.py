@@ -156,7 +156,8 @@ def _reduce_(tensors, reduce_type, scale):
     if reduce_type in (REDUCE_AND, REDUCE_OR) and any(t.dtype != torch.bool for t in tensors):
         raise TypeError(f"torch_xla.core.xla_model.all_reduce: reduce_type {reduce_type!r} takes bool tensors")
     n = _rt.world_size()
-    if reduce_type == REDUCE_SUM and n > 1 and abs(scale * n - 1.0) < 1e-12:
+    if (reduce_type == REDUCE_SUM and n > 1 and abs(scale * n - 1.0) < 1e-12
+            and all(t.is_floating_point() for t in tensors)):
         _bridge.all_reduce_(tensors, "mean")  # sum * (1/n): one node
         return
     _bridge.all_reduce_(tensors, _CORE_OP[reduce_type])

@@ -64,8 +64,9 @@ def _fmt(name, timer):
 
 
 def metrics_report():
-    """The core's report, then every counter and metric in PyTorch/XLA's
-    format, the aten::NAME fallback counters among them."""
+    """The core's report (its metrics carry PyTorch/XLA's names), then the
+    aten::NAME CPU fallback counters in PyTorch/XLA's format ("Counter:
+    aten::NAME / Value: N"; none when nothing fell back)."""
     return _ltt._bridge.metrics_report()
 
 
