@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps build test train bench clean test-asan fuzz fuzz-short fuzz-func install
+.PHONY: all deps build test train bench clean test-asan test-asan-dnnl fuzz fuzz-short fuzz-func install
 
 all: build
 
@@ -43,6 +43,17 @@ test-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_NO_DNNL=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# The sanitizers once with oneDNN: test-asan builds without it, so that
+# the fallback kernels are checked, and would never run the oneDNN paths
+# (blocked layouts, Winograd, the fused batch norm) under ASan and UBSan.
+# Only the tests that reach oneDNN's kernels, to keep CI's time.
+ASAN_DNNL_TESTS ?= test_cpu_layouts test_cpu_vs_ref test_nn_ops test_dist_train
+test-asan-dnnl: deps
+	cmake -S . -B build-asan-dnnl -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_PYTHON=OFF
+	cmake --build build-asan-dnnl -j $(JOBS) --target $(ASAN_DNNL_TESTS)
+	cd build-asan-dnnl && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure \
+	  -j $(JOBS) -R '^($(subst $(eval) ,|,$(strip $(ASAN_DNNL_TESTS))))(_np[0-9]+)?$$'
 
 # libFuzzer targets (clang): fuzz/fuzz_*.c, linked against the library built
 # once with the same sanitizers.
