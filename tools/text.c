@@ -77,6 +77,7 @@ int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, cli_net **netp
     progress pg;
     progress_init(&pg, human ? stderr : NULL, total, o->log_every);
     double t_run = cli_now(), mark_s = 0, comp_s = 0, vl = NAN;
+    double exposed0 = lt_metric("CommExposedTime"), wire0 = lt_metric("CommWireBytes");
     for (int64_t step = start; !rc && step < total; step++) {
         if (interrupted()) { /* the caller saves what was trained so far */
             st->interrupted = true;
@@ -105,6 +106,11 @@ int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, cli_net **netp
         double el = st->data_s + st->trace_s + mark_s, per = (cli_now() - t_run) / (double)st->steps;
         progress_update(&pg, step + 1, lv, (double)(st->steps * B * T) / el, (t2 - t1) * 1e3, (t3 - t2 - dc) * 1e3,
                         per * (double)(total - step - 1));
+        if (o->save && o->save_every > 0 && (step + 1) % o->save_every == 0 && step + 1 < total &&
+            lt_dist_rank() == 0 && net_save(net, o, o->save, st)) { /* written to PATH.tmp, then renamed */
+            rc = CLI_SAVE_FAILED;
+            break;
+        }
         if ((step + 1) % every == 0 || step + 1 == total) {
             progress_done(&pg);
             vl = val_loss(net, &t, o, 4, xb, yb);
@@ -116,6 +122,8 @@ int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, cli_net **netp
     progress_done(&pg);
     st->wall_s = st->data_s + st->trace_s + mark_s, st->mark_s = mark_s, st->compile_s = comp_s;
     st->exec_s = mark_s - comp_s, st->batch = B;
+    st->comm_exposed_s = lt_metric("CommExposedTime") - exposed0;
+    st->comm_wire_bytes = lt_metric("CommWireBytes") - wire0;
     st->test_acc = NAN; /* no accuracy for a language model */
     if (!rc && human && !isnan(vl))
         fprintf(human, "validation loss %.4f nats/byte %s the unigram model's %.4f\n", vl,
