@@ -66,9 +66,13 @@ at::Tensor wrap_1d(lt_tensor *h, bool one_d, const char *op) {
     return wrap(check(lt_squeeze(y, 2), op), op);
 }
 
+// Integer inputs too: the core sums exactly and wraps, as torch's CPU kernel
+// (they have no backward: integer tensors take no gradient).
 bool supported(const at::Tensor &input, const at::Tensor &weight, bool transposed) {
+    c10::ScalarType t = input.scalar_type();
+    bool integer = t == at::kLong || t == at::kInt || t == at::kByte;
     return !transposed && (weight.dim() == 4 || weight.dim() == 3) && input.dim() == weight.dim() &&
-           at::isFloatingType(input.scalar_type());
+           (at::isFloatingType(t) || integer);
 }
 
 at::Tensor conv_fallback(const at::Tensor &input, const at::Tensor &weight, const c10::optional<at::Tensor> &bias,
@@ -84,6 +88,12 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight, const 
     static const char op[] = "convolution";
     if (!supported(input, weight, transposed))
         return conv_fallback(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+    c10::ScalarType t = input.scalar_type();
+    bool dilated = false;
+    for (int64_t d : dilation) dilated |= d != 1;
+    // torch's CPU has no dilated kernel for int32 / uint8: its error
+    TORCH_CHECK(!dilated || (t != at::kInt && t != at::kByte), "\"slow_conv_dilated<>\" not implemented for '",
+                t == at::kInt ? "Int" : "Byte", "'");
     Geom g = geom(weight.dim() - 2, stride, padding, dilation);
     Val x(input, op), w(weight, op), b(bias, op);
     Own kx, kw;

@@ -127,3 +127,28 @@ def test_to_tensor_normalisation():
     std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
     same((got - mean.to(DEV)) / std.to(DEV), (want - mean) / std, tol=1e-6)
     same(hwc.to(DEV).float() / 255, hwc.float() / 255)
+
+
+# ---- integer convolution (torch's CPU kernel sums exactly and wraps) ----------------
+
+@pytest.mark.parametrize("dt", [torch.int64, torch.int32, U8])
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(padding=(1, 2), dilation=(2, 1), groups=2)])
+def test_integer_conv2d(dt, kw):
+    g = torch.Generator().manual_seed(12)
+    hi = 256 if dt == U8 else 2**31 - 1 if dt == torch.int32 else 2**62
+    lo = 0 if dt == U8 else -hi
+    x = torch.randint(lo, hi, (2, 4, 7, 6), generator=g, dtype=torch.int64).to(dt)  # products wrap
+    w = torch.randint(lo, hi, (6, 4 // kw.get("groups", 1), 3, 2), generator=g, dtype=torch.int64).to(dt)
+    b = torch.randint(lo, hi, (6,), generator=g, dtype=torch.int64).to(dt)
+    F = torch.nn.functional
+    if kw.get("dilation") and dt != torch.int64:  # torch's CPU has no dilated int32 / uint8 kernel
+        with pytest.raises(RuntimeError, match="slow_conv_dilated"):
+            F.conv2d(x, w, b, **kw)
+        with pytest.raises(RuntimeError, match="slow_conv_dilated"):
+            F.conv2d(x.to(DEV), w.to(DEV), b.to(DEV), **kw)
+        return
+    same(F.conv2d(x.to(DEV), w.to(DEV), b.to(DEV), **kw), F.conv2d(x, w, b, **kw))
+    same(F.conv2d(x.to(DEV), w.to(DEV), None, **kw), F.conv2d(x, w, None, **kw))
+    x1, w1 = x[:, :, 0], w[:, :, 0]  # 1-d
+    kw1 = {k: (v[1] if isinstance(v, tuple) else v) for k, v in kw.items()}
+    same(F.conv1d(x1.to(DEV), w1.to(DEV), b.to(DEV), **kw1), F.conv1d(x1, w1, b, **kw1))

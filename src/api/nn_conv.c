@@ -49,8 +49,11 @@ static lt_tensor *conv2d(lt_tensor *x, lt_tensor *w, lt_tensor *bias, const int6
     API_ENTER();
     if (api_check(fn, "x", x) || api_check(fn, "w", w) || (bias && api_check(fn, "bias", bias))) return NULL;
     if (nn_ndim(fn, "x", x, 4, "(N, C, H, W)") || nn_ndim(fn, "w", w, 4, "(O, C/groups, kH, kW)") ||
-        nn_float(fn, "x", x) || nn_same_dtype(fn, "w", w, "x", x))
+        nn_same_dtype(fn, "w", w, "x", x))
         return NULL;
+    /* integers too, as torch's CPU convolution (exact sums that wrap); not bool */
+    if (x->dtype == LT_BOOL)
+        return err_set(LT_ERR_DTYPE, "lt_conv2d: argument 'x' must be a floating or integer dtype, got bool");
     if (bias && (nn_same_dtype(fn, "bias", bias, "x", x) || nn_ndim(fn, "bias", bias, 1, "(O)")))
         return NULL;
     if (bias && bias->shape[0] != w->shape[0])

@@ -56,9 +56,28 @@ static void acc_store(const gnode *y, double *acc, void *out) {
  * NaN weight (forward) or upstream gradient (weight gradient) that meets a
  * padding tap thus gives NaN. The cpu backend follows it (dnnl.c). */
 
+/* Integer dtypes, as torch's CPU kernel (im2col, then an integer GEMM):
+ * exact sums that wrap at the dtype's width, so their order does not
+ * matter. Accumulated in the output itself, each step modulo 2^64 and
+ * stored narrowed (the same residue at the narrower width). */
+static void conv2d_int(const gnode *y, const ref_arg *in, const conv_geom *c, void *out) {
+    lt_dtype d = (lt_dtype)y->dtype;
+    for (int64_t i = 0; i < y->numel; i++)
+        st_i(out, d, i, y->nin == 3 ? ld_i(in[2].data, in[2].dtype, (i / (c->oH * c->oW)) % c->O) : 0);
+    CONV_FOR(*c,
+             st_i(out, d, yi,
+                  (int64_t)((uint64_t)ld_i(out, d, yi) +
+                            (uint64_t)ld_i(in[0].data, in[0].dtype, xi) * (uint64_t)ld_i(in[1].data, in[1].dtype, wi))),
+             (void)0);
+}
+
 /* in: x (N, C, H, W), w (O, C/g, kH, kW), [bias (O)] -> (N, O, oH, oW) */
 void ref_conv2d(const gnode *y, const ref_arg *in, void *out) {
     conv_geom c = geom(y->ia, in[0].shape, in[1].shape, y->shape);
+    if (!dtype_is_float((lt_dtype)y->dtype)) {
+        conv2d_int(y, in, &c, out);
+        return;
+    }
     double *acc = acc_new(y->numel);
     CONV_FOR(c, acc[yi] += ld_f(in[0].data, in[0].dtype, xi) * ld_f(in[1].data, in[1].dtype, wi),
              acc[yi] += 0.0 * ld_f(in[1].data, in[1].dtype, wi));
