@@ -17,7 +17,12 @@ $(BUILD)/Makefile: CMakeLists.txt
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+# Warnings are errors here (LT_WERROR), as in CI; a plain cmake build and a
+# first `make train` leave them warnings, so a newer compiler's new warning
+# does not stop a user's build.
+test: deps $(BUILD)/Makefile
+	@grep -qx 'LT_WERROR:BOOL=ON' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DLT_WERROR=ON
+	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The library (with its soname), header, lazytensor.pc, CMake package, the
@@ -40,7 +45,7 @@ bench: build
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer; ASan's
 # leak checker runs at each test's exit.
 test-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_NO_DNNL=ON
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_NO_DNNL=ON -DLT_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
@@ -50,7 +55,7 @@ test-asan: deps
 # Only the tests that reach oneDNN's kernels, to keep CI's time.
 ASAN_DNNL_TESTS ?= test_cpu_layouts test_cpu_vs_ref test_nn_ops test_dist_train
 test-asan-dnnl: deps
-	cmake -S . -B build-asan-dnnl -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_PYTHON=OFF
+	cmake -S . -B build-asan-dnnl -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_SANITIZE=ON -DLT_PYTHON=OFF -DLT_WERROR=ON
 	cmake --build build-asan-dnnl -j $(JOBS) --target $(ASAN_DNNL_TESTS)
 	cd build-asan-dnnl && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure \
 	  -j $(JOBS) -R '^($(subst $(eval) ,|,$(strip $(ASAN_DNNL_TESTS))))(_np[0-9]+)?$$'

@@ -41,7 +41,7 @@ endif()")
 add_test(NAME test_install COMMAND sh ${CMAKE_SOURCE_DIR}/tests/install/check.sh ${CMAKE_BINARY_DIR}
          ${CMAKE_C_COMPILER} ${CMAKE_SOURCE_DIR}/examples/tiny_mlp.c)
 set(LT_INSTALL_TEST_ENV "LT_PYTHON=${Python3_EXECUTABLE}")
-if(LT_SANITIZE)
+if(LT_ASAN)
   execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE LT_LIBASAN
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   list(APPEND LT_INSTALL_TEST_ENV "LD_PRELOAD=${LT_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0")

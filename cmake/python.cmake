@@ -27,7 +27,7 @@ endforeach()
 # is off (CPython keeps its own allocations alive at exit).
 set(LT_PY_TEST_ENV "PYTHONPATH=${LT_PY_BUILD}" "LT_CLI=$<TARGET_FILE:lazytensor_cli>"
     "LT_BUILD_DIR=${CMAKE_BINARY_DIR}" "PYTHONDONTWRITEBYTECODE=1")
-if(LT_SANITIZE)
+if(LT_ASAN)
   execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE LT_LIBASAN
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   list(APPEND LT_PY_TEST_ENV "LD_PRELOAD=${LT_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0" "LT_SANITIZED=1")
