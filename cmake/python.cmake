@@ -30,7 +30,13 @@ set(LT_PY_TEST_ENV "PYTHONPATH=${LT_PY_BUILD}" "LT_CLI=$<TARGET_FILE:lazytensor_
 if(LT_ASAN)
   execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE LT_LIBASAN
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
-  list(APPEND LT_PY_TEST_ENV "LD_PRELOAD=${LT_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0" "LT_SANITIZED=1")
+  # libstdc++ too: the PyTorch device throws C++ exceptions, and ASan's
+  # __cxa_throw interceptor finds the real one only if libstdc++ is loaded
+  # before ASan initializes (the interpreter itself is C).
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libstdc++.so OUTPUT_VARIABLE LT_LIBSTDCXX
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND LT_PY_TEST_ENV "LD_PRELOAD=${LT_LIBASAN} ${LT_LIBSTDCXX}" "ASAN_OPTIONS=detect_leaks=0"
+       "LT_SANITIZED=1")
 endif()
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, pytest" RESULT_VARIABLE LT_PY_TEST_DEPS
                 OUTPUT_QUIET ERROR_QUIET)

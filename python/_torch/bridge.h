@@ -12,6 +12,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <cmath>
 #include <torch/library.h>
 
 #include "lazytensor.h"
@@ -26,7 +27,7 @@ struct Store {
     // native_layer_norm's eps on its mean output's storage: torch passes
     // mean and rstd to the backward, not eps, which the core's backward
     // ops take (they recompute the statistics). norm.cpp.
-    double eps = -1;
+    double eps = NAN;  // NAN: not a layer norm's (any finite eps is valid, as in torch)
 };
 
 constexpr c10::DeviceType kDevice = c10::DeviceType::PrivateUse1;

@@ -134,8 +134,10 @@ Val::Val(const at::Tensor &t, const char *op) {
         own_ = true;
         return;
     }
-    TORCH_CHECK(s, "lazytensor: ", op, ": expected a tensor on the lazytensor device, got one on ",
-                t.defined() ? t.device().str() : std::string("nothing (an undefined tensor)"));
+    TORCH_CHECK(t.defined(), "lazytensor: ", op, ": expected a tensor, got an undefined one");
+    // torch's own wording for a device mix, as its CUDA kernels raise it
+    TORCH_CHECK(s, "Expected all tensors to be on the same device, but found at least two devices, ", kDevice,
+                ":0 and ", t.device(), "! (lazytensor: ", op, ")");
     if (!s->base) materialize(s, t, op);
     TORCH_CHECK_TYPE(lt_dtype_of(s->base) == lt_type(t.scalar_type(), op), "lazytensor: ", op, ": a ",
                      t.scalar_type(), " tensor over a storage of ", lt_dtype_name(lt_dtype_of(s->base)),

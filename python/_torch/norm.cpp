@@ -112,7 +112,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     std::array<bool, 3> output_mask) {
     static const char op[] = "native_layer_norm_backward";
     Store *s = store_of(mean);
-    TORCH_CHECK(s && s->eps >= 0, "lazytensor: ", op,
+    TORCH_CHECK(s && !std::isnan(s->eps), "lazytensor: ", op,
                 ": 'mean' must be the output of native_layer_norm on the lazytensor device (its eps is not passed)");
     int nnorm = (int)normalized_shape.size();
     Val g(grad_out, op), x(input, op), w(weight, op);

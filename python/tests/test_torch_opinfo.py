@@ -12,9 +12,9 @@ import unittest
 
 import pytest
 
-from conftest import torch_or_skip
+from conftest import torch_device_or_skip
 
-torch = torch_or_skip()
+torch = torch_device_or_skip(heavy=True)
 ltt = pytest.importorskip("lazytensor.torch")
 
 # OpInfo's module imports expecttest, which Debian does not package.
@@ -28,7 +28,8 @@ from torch.testing._internal.common_device_type import toleranceOverride  # noqa
 
 DEV = ltt.device()
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
-DEFAULT_TOL = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7), torch.int64: (0, 0), torch.bool: (0, 0)}
+DEFAULT_TOL = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7), torch.bfloat16: (1.6e-2, 1e-5),
+               torch.int64: (0, 0), torch.int32: (0, 0), torch.bool: (0, 0)}
 
 
 def registered():
@@ -40,6 +41,16 @@ def registered():
 # OpInfo has no entry for; they are tested in test_torch_device.py.
 INFRASTRUCTURE = {"empty", "empty_strided", "copy_", "_copy_from", "_copy_from_and_resize", "resize_",
                   "_local_scalar_dense", "as_strided", "view", "_reshape_alias", "fill_", "zero_"}
+
+
+# Samples where the device is right and the CPU's float32 is not: the
+# failures of these ops are reported, not counted, and only with this
+# message (a different failure of the op still counts).
+KNOWN = {
+    # layer norm over ONE element: x - mean(x) is exactly 0 on the device;
+    # torch's CPU kernel rounds the mean and returns about -2e-5
+    "native_layer_norm": "input (1,): AssertionError: torch.float32 output: Tensor-likes are not close",
+}
 
 
 def tolerance(op, dtype):
@@ -89,6 +100,8 @@ def grads(inputs, outs):
 
 
 def compare(a, b, rtol, atol, what):
+    """rtol/atol are the sample's (its input dtype's); an output of another
+    dtype (int64 in, float32 out) gets at least its own dtype's default."""
     fa, fb = flat_tensors(a), flat_tensors(b)
     assert len(fa) == len(fb), f"{what}: {len(fa)} tensors on the device, {len(fb)} on the CPU"
     for x, y in zip(fa, fb):
@@ -96,7 +109,8 @@ def compare(a, b, rtol, atol, what):
             assert x is None and y is None, f"{what}: a gradient missing on one side"
             continue
         assert x.device == DEV or x.device.type == "cpu"
-        torch.testing.assert_close(x.cpu(), y, rtol=rtol, atol=atol, equal_nan=True, check_stride=False,
+        r, t = DEFAULT_TOL.get(y.dtype, (0, 0))
+        torch.testing.assert_close(x.cpu(), y, rtol=max(rtol, r), atol=max(atol, t), equal_nan=True, check_stride=False,
                                    msg=lambda m: f"{what}: {m}")
 
 
@@ -137,7 +151,8 @@ def check_op(op, regs):
                 passed += 1
             except Exception as e:  # noqa: BLE001
                 failed += 1
-                msgs.append(f"{dtype}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                shape = tuple(s.input.shape) if isinstance(s.input, torch.Tensor) else "-"
+                msgs.append(f"{dtype} input {shape}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return passed, failed, skips, msgs
 
 
@@ -151,6 +166,10 @@ def test_opinfo_samples_on_the_device(capsys):
     total_fail, lines, failures = 0, [], []
     for op in ops:
         p, f, skips, msgs = check_op(op, regs)
+        known = [m for m in msgs if op.name in KNOWN and KNOWN[op.name] in m]
+        if known:
+            f -= len(known)
+            skips[f"the CPU's float32 rounding, not the device ({KNOWN[op.name]})"] = len(known)
         total_fail += f
         why = "; ".join(f"{n} skipped: {r}" for r, n in skips.items())
         lines.append(f"{op.name:<40} pass {p:4d} fail {f:3d}  {why}")

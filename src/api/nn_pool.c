@@ -59,11 +59,6 @@ static int pool_shape(const char *fn, const int64_t *in, const int64_t *kernel, 
         out[2 + i] = o;
         ia[6 + i] = in[2 + i];
     }
-    if (opt.divisor < 0) {
-        err_set(LT_ERR_ARG, "%s: argument 'divisor_override' is %lld; must be > 0 (or 0 for none)", fn,
-                (long long)opt.divisor);
-        return -1;
-    }
     ia[8] = opt.ceil != 0;
     ia[9] = opt.include_pad != 0;
     ia[10] = opt.divisor;

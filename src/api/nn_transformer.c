@@ -33,9 +33,11 @@ static int check_ln_param(const char *fn, const char *arg, const lt_tensor *t, c
     return -1;
 }
 
+/* Any finite eps, as PyTorch: a negative one is the caller's choice (rows
+ * whose variance is below -eps then normalize to NaN, as torch's do). */
 static int check_eps(const char *fn, double eps) {
-    if (eps >= 0 && isfinite(eps)) return 0;
-    err_set(LT_ERR_ARG, "%s: argument 'eps' is %g; must be finite and >= 0", fn, eps);
+    if (isfinite(eps)) return 0;
+    err_set(LT_ERR_ARG, "%s: argument 'eps' is %g; must be finite", fn, eps);
     return -1;
 }
 

@@ -25,8 +25,9 @@ static inline int nn_float(const char *fn, const char *arg, const lt_tensor *t) 
     return -1;
 }
 
+/* An empty index may have any dtype, as in PyTorch: no value is read. */
 static inline int nn_int64(const char *fn, const char *arg, const lt_tensor *t) {
-    if (t->dtype == LT_I64) return 0;
+    if (t->dtype == LT_I64 || lt_numel(t) == 0) return 0;
     err_set(LT_ERR_DTYPE, "%s: argument '%s' must be int64, got %s", fn, arg, dtype_name((lt_dtype)t->dtype));
     return -1;
 }
