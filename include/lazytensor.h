@@ -396,6 +396,12 @@ lt_tensor *lt_mse_loss_backward(lt_tensor *grad_out, lt_tensor *a, lt_tensor *b,
 lt_tensor *lt_scatter_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *lt_index_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *src);
 lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_t num_weights);
+/* torch's a[index] with one integer tensor (int64 or int32) at dim: a's
+ * shape with dim replaced by index's shape, negative indices counting from
+ * the end; and its accumulating put (index_put_ with accumulate=True):
+ * base with values (lt_index's result shape) added at index along dim. */
+lt_tensor *lt_index(lt_tensor *a, int dim, lt_tensor *index);
+lt_tensor *lt_index_put_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *values);
 
 /* nn: convolution, normalization, pooling, dropout, random */
 /* conv2d's gradients (aten's convolution_backward): in_shape / w_shape are
@@ -404,12 +410,6 @@ lt_tensor *lt_embedding_backward(lt_tensor *grad_out, lt_tensor *indices, int64_
 lt_tensor *lt_conv2d_backward_input(lt_tensor *grad_out, lt_tensor *w, const int64_t in_shape[4],
                                     const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                                     int64_t groups);
-/* torch's a[index] with one integer tensor (int64 or int32) at dim: a's
- * shape with dim replaced by index's shape, negative indices counting from
- * the end; and its accumulating put (index_put_ with accumulate=True):
- * base with values (lt_index's result shape) added at index along dim. */
-lt_tensor *lt_index(lt_tensor *a, int dim, lt_tensor *index);
-lt_tensor *lt_index_put_add(lt_tensor *base, int dim, lt_tensor *index, lt_tensor *values);
 lt_tensor *lt_conv2d_backward_weight(lt_tensor *grad_out, lt_tensor *x, const int64_t w_shape[4],
                                      const int64_t stride[2], const int64_t padding[2], const int64_t dilation[2],
                                      int64_t groups);

@@ -4,9 +4,9 @@ CPU result on random shapes (odd sizes included), gradients through torch's
 autograd, and none of them may fall back to the CPU."""
 import pytest
 
-from conftest import torch_or_skip
+from conftest import torch_device_or_skip
 
-torch = torch_or_skip()
+torch = torch_device_or_skip()
 ltt = pytest.importorskip("lazytensor.torch")
 F = torch.nn.functional
 
