@@ -227,6 +227,7 @@ static void host_gather(const lt_tensor *t, void *dst) {
     const char *src = t->st->buf->data;
     int nd = t->ndim;
     int64_t idx[LT_MAX_DIMS] = {0}, off = t->offset;
+    if (t->numel == 0) return;  /* dst may be NULL then (an empty torch tensor's data) */
     if (!t->is_view) {
         memcpy(dst, src, (size_t)t->numel * es);
         return;
