@@ -379,7 +379,11 @@ static void run_case(int id, const json *c, int be) {
     lt_clear_error();
     if (raises && !lt_raised) {
         const json *w = json_get(c, "why");
-        mismatch(M_LT_ACCEPTS, be, id, op, "PyTorch: %s", w ? w->str : "?");
+        /* By design (issue 27): eval-mode batch norm without running
+         * statistics uses the batch's, as torch's BatchNorm modules with
+         * track_running_stats=False do (F.batch_norm itself refuses). */
+        if (strcmp(op, "batch_norm") || !w || !strstr(w->str, "running_mean must be defined"))
+            mismatch(M_LT_ACCEPTS, be, id, op, "PyTorch: %s", w ? w->str : "?");
     } else if (!raises && lt_raised) {
         mismatch(M_LT_RAISES, be, id, op, "%s", why);
     } else if (!raises) {
@@ -532,9 +536,14 @@ TEST(every_public_op_has_cases) {
     if (!f) return;
     char line[512];
     int ops = 0;
+    bool front = false;
     while (fgets(line, sizeof line, f)) {
+        /* The header's front-end section (the ops behind the PyTorch
+         * device's aten kernels) is checked against PyTorch at the aten
+         * level by python/tests/test_torch_*.py, kernel by kernel. */
+        if (!strncmp(line, "/* ---- ", 8)) front = strstr(line, "for front ends") != NULL;
         char name[128];
-        if (sscanf(line, "lt_tensor *lt_%127[a-z0-9_](", name) != 1) continue;
+        if (front || sscanf(line, "lt_tensor *lt_%127[a-z0-9_](", name) != 1) continue;
         bool skip = false;
         for (size_t i = 0; i < sizeof NOT_OPS / sizeof *NOT_OPS; i++) skip |= !strcmp(NOT_OPS[i], name);
         if (skip) continue;
