@@ -41,8 +41,17 @@ endif()
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, pytest" RESULT_VARIABLE LT_PY_TEST_DEPS
                 OUTPUT_QUIET ERROR_QUIET)
 if(LT_PY_TEST_DEPS EQUAL 0)
-  add_test(NAME test_python COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
+  # The PyTorch device's tests (test_torch_*.py: whole torchvision models,
+  # OpInfo's samples; test_xla.py: scripts on 1 and 2 ranks) are a test of
+  # their own, with the time they need; they skip without torch.
+  file(GLOB LT_PY_TORCH_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/python/tests/test_torch_*.py
+       ${CMAKE_SOURCE_DIR}/python/tests/test_xla.py)
+  add_test(NAME test_python COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider
+           --ignore-glob=*/test_torch_*.py --ignore=${CMAKE_SOURCE_DIR}/python/tests/test_xla.py
+           ${CMAKE_SOURCE_DIR}/python/tests)
   set_tests_properties(test_python PROPERTIES ENVIRONMENT "${LT_PY_TEST_ENV}" TIMEOUT 600)
+  add_test(NAME test_python_torch COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${LT_PY_TORCH_TESTS})
+  set_tests_properties(test_python_torch PROPERTIES ENVIRONMENT "${LT_PY_TEST_ENV}" TIMEOUT 2400)
 else()
   message(STATUS "Python tests: skipped (${Python3_EXECUTABLE} lacks numpy or pytest; apt-get install python3-numpy python3-pytest)")
 endif()
