@@ -9,7 +9,7 @@
 #                                       everything runs, the numbers mean nothing
 #
 # Sections: machine trace python step-trace execution resnet50 bf16 busy gpt
-# data dist touch other. ROUNDS=N (default 3) is how many times a section
+# data dist touch torch other. ROUNDS=N (default 3) is how many times a section
 # alternates its runs; cells are "median (min-max)" over the rounds. NT
 # threads (default 2). BUILD=DIR (default build) is the built tree. PyTorch is
 # Debian's, under /usr/bin/python3 (scripts/install-deps.sh; PYTHON=... for
@@ -455,6 +455,24 @@ sec_touch() {
     done
 }
 
+sec_torch() {
+    echo "### The PyTorch device: tracing cost"
+    echo
+    need python/lazytensor/torch || { skip "the PyTorch device is not built (libtorch-dev)"; return; }
+    have_tv || { skip "PyTorch or torchvision is missing under $PY (scripts/install-deps.sh)"; return; }
+    PYTHONPATH=$B/python $PY "$here/bench/torch_device_ops.py" "$ROUNDS" > "$tmp/tops" 2>/dev/null ||
+        { cat "$tmp/tops"; failed torch_device_ops.py; return; }
+    grep -v '^#' "$tmp/tops"
+    echo
+    if [ "$QUICK" = 1 ]; then set -- --model resnet18 --batch 2 --size 64 --steps 3; else set -- --batch 32 --size 224; fi
+    echo "Step (\`bench/torch_device_step.py $*\`, $NT threads):"
+    echo
+    for side in "" --eager; do
+        PYTHONPATH=$B/python $PY "$here/bench/torch_device_step.py" "$@" --threads "$NT" $side 2>/dev/null | tail -1 ||
+            failed "torch_device_step.py $side"
+    done
+}
+
 sec_other() {
     echo "### Other benchmarks (lazytensor alone)"
     echo
@@ -469,7 +487,7 @@ sec_other() {
 }
 
 [ -d "$B" ] || { echo "run_all: $B is missing (make build, or BUILD=dir)" >&2; exit 1; }
-all="machine trace python step-trace execution resnet50 bf16 busy gpt data dist touch other"
+all="machine trace python step-trace execution resnet50 bf16 busy gpt data dist touch torch other"
 [ $# -gt 0 ] || set -- $all
 for s; do
     case " $all " in *" $s "*) ;; *) echo "run_all: no section '$s' (sections: $all)" >&2; exit 2 ;; esac
