@@ -25,7 +25,7 @@ def torch_device_or_skip(heavy=False):
     except the heavy ones (whole models, OpInfo's thousands of samples),
     which make test runs."""
     if SANITIZED and heavy:
-        pytest.skip("whole-model runs are too slow under the sanitizers; make test runs them")
+        pytest.skip("whole-model runs are too slow under the sanitizers; make test runs them", allow_module_level=True)
     return pytest.importorskip("torch")
 
 
