@@ -4,7 +4,7 @@
 # 2 threads, `lazytensor bench-data` against torchvision's ImageFolder +
 # DataLoader(num_workers=2) (bench/pytorch/imagefolder_data.py) on the same
 # files, alternating REPS times (default 3), then the median ratio. Needs python3-torchvision and PIL
-# (scripts/install-deps.sh bench) and a built tree. Exits non-zero, naming
+# (scripts/install-deps.sh) and a built tree. Exits non-zero, naming
 # the step, when any step fails.
 #   sh bench/compare_data.sh            (DATA=DIR to use your own folder)
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +14,7 @@ steps=${STEPS:-12}
 batch=${BATCH:-32}
 py="/usr/bin/python3 $here/bench/pytorch/imagefolder_data.py"
 [ -x "$here/build/lazytensor" ] || fail "build/lazytensor is missing (make build)"
-/usr/bin/python3 -c "import torchvision" 2>/dev/null || fail "torchvision is missing (scripts/install-deps.sh bench)"
+/usr/bin/python3 -c "import torchvision" 2>/dev/null || fail "torchvision is missing (scripts/install-deps.sh)"
 if [ ! -d "$dir/train" ]; then
     echo "== writing 512 JPEGs of 500x375 to $dir"
     $py make "$dir" 512 || fail "writing the JPEGs failed"

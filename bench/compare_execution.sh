@@ -2,7 +2,7 @@
 # The execution table of the README: each workload on PyTorch eager
 # (bench/pytorch/) and on lazytensor, back to back, same thread count (NT,
 # default 2), so the two sides see the same machine. Needs Debian's PyTorch
-# (scripts/install-deps.sh bench) and a built tree (make build). Takes about
+# (scripts/install-deps.sh) and a built tree (make build). Takes about
 # 10 minutes. Exits non-zero, naming the step, when any step fails.
 #   sh bench/compare_execution.sh [rounds]
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +15,7 @@ export LT_NUM_THREADS=$nt NT=$nt
 fail() { echo "compare_execution: $*" >&2; rm -f "$tmp"; exit 1; }
 # runs a step into $tmp (a pipe would hide its exit status), then prints its last line
 last() { "$@" > "$tmp" || fail "failed: $*"; tail -1 "$tmp"; }
-$py -c 'import torch, torchvision' 2>/dev/null || fail "Debian's PyTorch is not installed (scripts/install-deps.sh bench)"
+$py -c 'import torch, torchvision' 2>/dev/null || fail "Debian's PyTorch is not installed (scripts/install-deps.sh)"
 [ -x "$b/lazytensor" ] || fail "$b/lazytensor is missing (make build)"
 i=0
 while [ $i -lt "$rounds" ]; do

@@ -2,14 +2,14 @@
 # The tracing-cost comparison of the README, in one run on one machine:
 # PyTorch's per-op cost (bench/pytorch/lerp_cpp.cpp, view_cpp.cpp: eager and
 # the lazy tensor core) next to ours (build/bench_trace). Needs libtorch-dev
-# (scripts/install-deps.sh bench) and a built tree (make build). Exits
+# (scripts/install-deps.sh) and a built tree (make build). Exits
 # non-zero, naming the step, when any step fails.
 #   sh bench/compare_pytorch.sh
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${TMPDIR:-/tmp}/lt-bench-pytorch
 fail() { echo "compare_pytorch: $*" >&2; exit 1; }
 TORCH_INC=/usr/include/torch/csrc/api/include
-[ -d "$TORCH_INC" ] || fail "libtorch-dev is not installed (scripts/install-deps.sh bench)"
+[ -d "$TORCH_INC" ] || fail "libtorch-dev is not installed (scripts/install-deps.sh)"
 [ -x "$here/build/bench_trace" ] || fail "build/bench_trace is missing (make build)"
 mkdir -p "$out" || fail "cannot create $out"
 for p in lerp_cpp view_cpp; do
