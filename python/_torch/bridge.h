@@ -70,6 +70,27 @@ at::Tensor &assign_out(at::Tensor &out, lt_tensor *src, const char *op);
 //   return at::native::call_fallback_fn<&ltt::fallback, at::_ops::op>::call(args...);
 void fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
+// A handle a kernel made, freed however the kernel ends (release() keeps it).
+struct Own {
+    lt_tensor *h;
+    explicit Own(lt_tensor *t = nullptr) : h(t) {}
+    ~Own() { lt_free(h); }
+    Own(const Own &) = delete;
+    Own &operator=(const Own &) = delete;
+    operator lt_tensor *() const { return h; }
+    lt_tensor *release() {
+        lt_tensor *t = h;
+        h = nullptr;
+        return t;
+    }
+};
+
+// out := h (consumed) for an out= kernel.
+inline at::Tensor &out_of(at::Tensor &out, lt_tensor *h, const char *op) {
+    Own o(check(h, op));
+    return assign_out(out, o, op);
+}
+
 // Python scalars are runtime parameters of the core (a schedule never recompiles).
 inline double num(const c10::Scalar &s) { return s.toDouble(); }
 // Dims normalized to [0, ndim).

@@ -11,21 +11,6 @@
 namespace ltt {
 namespace {
 
-// A handle owned for the length of a kernel.
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *p = nullptr) : h(p) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-    lt_tensor *release() {
-        lt_tensor *p = h;
-        h = nullptr;
-        return p;
-    }
-};
-
 // conv geometry in the core's 2-d form; conv1d puts the 1-d values in W.
 struct Geom {
     int64_t stride[2], padding[2], dilation[2];

@@ -17,25 +17,6 @@
 namespace ltt {
 namespace {
 
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *t) : h(t) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-    lt_tensor *release() {
-        lt_tensor *t = h;
-        h = nullptr;
-        return t;
-    }
-};
-
-at::Tensor &out_of(at::Tensor &out, lt_tensor *h, const char *op) {
-    Own o(check(h, op));
-    return assign_out(out, o, op);
-}
-
 void check_same_dtype(const at::Tensor &a, const at::Tensor &b, const char *what) {
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected ", what, " to have the same dtype, but got: ",
                 a.scalar_type(), " != ", b.scalar_type());

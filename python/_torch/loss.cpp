@@ -11,20 +11,6 @@
 namespace ltt {
 namespace {
 
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *t) : h(t) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-};
-
-void out_of(at::Tensor &out, lt_tensor *h, const char *op) {
-    Own o(check(h, op));
-    assign_out(out, o, op);
-}
-
 bool has(const c10::optional<at::Tensor> &t) { return t.has_value() && t->defined(); }
 
 // torch's Reduction enum (0 none, 1 mean, 2 sum) is the core's.

@@ -15,15 +15,6 @@
 namespace ltt {
 namespace {
 
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *p = nullptr) : h(p) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-};
-
 // Row r of a wrapped (2, ...) tensor, as a torch view sharing its storage.
 at::Tensor row(const at::Tensor &t, int64_t r) {
     std::vector<int64_t> size(t.sizes().begin() + 1, t.sizes().end()), stride(t.strides().begin() + 1, t.strides().end());

@@ -12,15 +12,6 @@
 namespace ltt {
 namespace {
 
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *p = nullptr) : h(p) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-};
-
 // kernel_size / stride / padding as torch's pooling reads them: one value
 // for both dims, an empty stride meaning the kernel.
 struct Win {

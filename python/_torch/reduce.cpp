@@ -7,26 +7,6 @@
 namespace ltt {
 namespace {
 
-// A handle this kernel made, freed however the kernel ends.
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *t) : h(t) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-    lt_tensor *release() {
-        lt_tensor *t = h;
-        h = nullptr;
-        return t;
-    }
-};
-
-at::Tensor &out_of(at::Tensor &out, lt_tensor *h, const char *op) {
-    Own o(check(h, op));
-    return assign_out(out, o, op);
-}
-
 // Dims of a reduction as the core takes them: an empty or absent list is
 // every dim (torch's rule for sum/mean/amax over dim=[]).
 std::vector<int> axes_of(at::OptionalIntArrayRef dim, int64_t ndim, const char *op) {

@@ -14,20 +14,6 @@
 namespace ltt {
 namespace {
 
-struct Own {
-    lt_tensor *h;
-    explicit Own(lt_tensor *t) : h(t) {}
-    ~Own() { lt_free(h); }
-    Own(const Own &) = delete;
-    Own &operator=(const Own &) = delete;
-    operator lt_tensor *() const { return h; }
-};
-
-at::Tensor &out_of(at::Tensor &out, lt_tensor *h, const char *op) {
-    Own o(check(h, op));
-    return assign_out(out, o, op);
-}
-
 // ---- cat ---------------------------------------------------------------------
 // torch's rules: the result dtype is at::native::result_type over every
 // tensor; 1-D empty tensors are skipped (legacy behavior) wherever they are.
