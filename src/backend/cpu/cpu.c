@@ -21,9 +21,9 @@ typedef struct cpu_exe {
     kernel *k;
     int nk;
     plan pl;
-    char *arena;   /* temp slots; kept across runs so a steady loop allocates nothing here */
-    char *scratch; /* tile registers, per thread */
-    size_t scratch_stride;
+    char *arena;   /* temp slots: in the run memory (run_memory), set by each run */
+    char *scratch; /* tile registers, per thread: in the run memory too */
+    size_t scratch_stride, tile_bytes;
     int maxread, maxwrite, maxins;
     size_t scratch_bytes; /* tile registers and library scratch, for PeakBytes */
     cpu_dnnl **lib;  /* per kernel: its oneDNN primitive (dnnl.c), made once at compile time */
@@ -32,7 +32,7 @@ typedef struct cpu_exe {
     uint8_t *blk;      /* per value: channel-blocked (layout.c), for lib_lo */
     tpolicy tp;        /* the thread count (threads.c) */
     int adapt;         /* tp is followed */
-    char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time */
+    char *lib_scratch; /* blocked-layout copies of the library ops, one op at a time: in the run memory */
     size_t lib_bytes;
     coll_plan cp;      /* collectives: where each is waited for (coll.c) */
     double flops;      /* of the convs, linears and matmuls, per run (ExecutedFlops) */
@@ -84,6 +84,43 @@ static void lib_free(cpu_exe *e) {
     e->lib = NULL;
 }
 
+/* One block holds the temp slots, tile registers and library scratch of
+ * whichever executable runs: runs never overlap (one thread at a time), so
+ * the process holds the largest executable's need instead of the sum over
+ * the compile cache (torch's SGD alone makes two step graphs, the first
+ * without momentum buffers: a second ResNet-50 arena was 2.7 GB). It only
+ * grows, so a steady loop allocates nothing, and goes with the last
+ * executable. */
+static struct {
+    char *p;
+    size_t n;
+    int users; /* live executables */
+} run_mem;
+
+static void run_memory_drop(void) {
+    if (--run_mem.users > 0) return;
+    core_free(run_mem.p);
+    run_mem.p = NULL;
+    run_mem.n = 0;
+}
+
+#define ROUND64(n) (((n) + 63) & ~(size_t)63)
+
+/* e's pointers into the run memory, grown to its need; -1: out of memory. */
+static int run_memory(cpu_exe *e) {
+    size_t need = ROUND64(e->pl.arena_bytes) + ROUND64(e->tile_bytes) + e->lib_bytes;
+    if (need > run_mem.n) {
+        core_free(run_mem.p); /* its bytes are dead between runs: no copy */
+        run_mem.n = 0;
+        if (!(run_mem.p = core_huge_alloc(need))) return -1;
+        run_mem.n = need;
+    }
+    e->arena = run_mem.p;
+    e->scratch = run_mem.p + ROUND64(e->pl.arena_bytes);
+    e->lib_scratch = e->scratch + ROUND64(e->tile_bytes);
+    return 0;
+}
+
 static void cpu_free(void *p) {
     cpu_exe *e = p;
     if (!e) return;
@@ -91,13 +128,11 @@ static void cpu_free(void *p) {
     lib_free_set(e->lib_lo, e->nk);
     core_free(e->blk);
     cpu_coll_plan_free(&e->cp, e->nk);
-    core_free(e->lib_scratch);
     cpu_kernels_free(e->k, e->nk);
     cpu_plan_free(&e->pl);
     exec_graph_free(e->g);
-    core_free(e->arena);
-    core_free(e->scratch);
     core_free(e);
+    run_memory_drop();
 }
 
 /* Library primitives for the kernels that would otherwise run the
@@ -128,7 +163,7 @@ static int lib_compile(cpu_exe *e, const uint8_t *blk) {
     if (rc) return rc;
     e->scratch_bytes += sb;
     e->lib_bytes = sb;
-    return sb && !(e->lib_scratch = core_huge_alloc(sb)) ? -1 : 0;
+    return 0;
 }
 
 /* The primitives for one thread fewer, made at the first run that wants
@@ -142,15 +177,8 @@ static cpu_dnnl **lib_lo(cpu_exe *e) {
     int rc = lib_make(e, e->blk, &e->lib_lo, &sb);
     omp_set_num_threads(prev);
     if (rc == 0 && sb > e->lib_bytes) { /* a larger scratch (rare: the split sizes some scratchpads) */
-        char *s = core_huge_alloc(sb);
-        if (s) {
-            core_free(e->lib_scratch);
-            e->lib_scratch = s;
-            e->scratch_bytes += sb - e->lib_bytes;
-            e->lib_bytes = sb;
-        } else {
-            rc = -1;
-        }
+        e->scratch_bytes += sb - e->lib_bytes;
+        e->lib_bytes = sb;
     }
     if (rc == 0) return e->lib_lo;
     lib_free_set(e->lib_lo, e->nk);
@@ -194,6 +222,7 @@ static double node_flops(const exec_graph *g, const gnode *y) {
 static void *cpu_compile(const exec_graph *g0) {
     cpu_exe *e = core_calloc(1, sizeof *e);
     if (!e) return NULL;
+    run_mem.users++; /* cpu_free drops it */
     if (!(e->g = exec_optimize(g0)) || cpu_fuse(e->g, &e->k, &e->nk) || cpu_plan(e->g, e->k, e->nk, &e->pl) ||
         cpu_coll_plan(e->g, e->k, e->nk, &e->cp)) {
         cpu_free(e);
@@ -213,13 +242,9 @@ static void *cpu_compile(const exec_graph *g0) {
             if (b > sb) sb = b;
         }
     }
-    e->scratch_stride = (sb + 63) & ~(size_t)63;
-    e->scratch_bytes = e->scratch_stride * (size_t)nthreads();
-    if (sb && !(e->scratch = core_huge_alloc(e->scratch_bytes))) {
-        cpu_free(e);
-        return NULL;
-    }
-    if (lay_out(e) || (e->pl.arena_bytes && !(e->arena = core_huge_alloc(e->pl.arena_bytes)))) {
+    e->scratch_stride = ROUND64(sb);
+    e->scratch_bytes = e->tile_bytes = e->scratch_stride * (size_t)nthreads();
+    if (lay_out(e)) {
         cpu_free(e);
         return NULL;
     }
@@ -423,6 +448,13 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     uint8_t *used = core_malloc((size_t)g->nparams + 1), *donated = core_malloc(ns);
     int rc = -1;
     if (!sp || !sb || !rp || !scal || !args || !used || !donated) goto done;
+    int nt = force_fewer && e->tp.hi > 1 ? e->tp.lo : e->adapt ? tpolicy_threads(&e->tp) : 0, prev = 0;
+    e->run_lib = nt && nt != e->tp.hi ? lib_lo(e) : e->lib;
+    if (!e->run_lib) { /* no primitives for fewer threads: all of them, from now on */
+        e->run_lib = e->lib;
+        nt = 0;
+    }
+    if (run_memory(e)) goto done; /* after lib_lo: its scratch may be larger */
     int aliases = 0;
     if (donatable) memcpy(used, donatable, (size_t)g->nparams);
     for (int s = 0; s < pl->nslots; s++) {
@@ -458,12 +490,6 @@ static int cpu_run(void *pe, lt_buffer *const *inputs, const uint8_t *donatable,
     for (int s = 0; s < pl->nslots; s++)
         if (sb[s] && !donated[s]) step_bytes += pl->slots[s].nbytes;
     prof_gauge_max(M_PeakBytes, (double)step_bytes);
-    int nt = force_fewer && e->tp.hi > 1 ? e->tp.lo : e->adapt ? tpolicy_threads(&e->tp) : 0, prev = 0;
-    e->run_lib = nt && nt != e->tp.hi ? lib_lo(e) : e->lib;
-    if (!e->run_lib) { /* no primitives for fewer threads: all of them, from now on */
-        e->run_lib = e->lib;
-        nt = 0;
-    }
 #ifdef _OPENMP
     if (nt) {
         prev = omp_get_max_threads();
