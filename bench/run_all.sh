@@ -464,13 +464,40 @@ sec_torch() {
         { cat "$tmp/tops"; failed torch_device_ops.py; return; }
     grep -v '^#' "$tmp/tops"
     echo
-    if [ "$QUICK" = 1 ]; then set -- --model resnet18 --batch 2 --size 64 --steps 3; else set -- --batch 32 --size 224; fi
-    echo "Step (\`bench/torch_device_step.py $*\`, $NT threads):"
-    echo
-    for side in "" --eager; do
-        PYTHONPATH=$B/python $PY "$here/bench/torch_device_step.py" "$@" --threads "$NT" $side 2>/dev/null | tail -1 ||
-            failed "torch_device_step.py $side"
+    if [ "$QUICK" = 1 ]; then set -- --model resnet18 --batch 2 --size 64 --steps 3; else set -- --batch 32 --size 224 --steps 6; fi
+    : > "$tmp/sd"; : > "$tmp/sc"; : > "$tmp/se"; : > "$tmp/py"; : > "$tmp/md"; : > "$tmp/mc"; : > "$tmp/me"
+    : > "$tmp/rs"; : > "$tmp/rm"; : > "$tmp/re"; : > "$tmp/uc"
+    for r in $(rounds); do # each side its own process (peak RSS is per process)
+        for side in dev cli eager; do
+            case $side in dev) opt= ;; cli) opt="--cli $B/lazytensor" ;; eager) opt=--eager ;; esac
+            PYTHONPATH=$B/python $PY "$here/bench/torch_device_step.py" "$@" --threads "$NT" $opt > "$tmp/st" 2>/dev/null ||
+                { cat "$tmp/st"; failed "torch_device_step.py $opt"; return; }
+            tail -1 "$tmp/st" | sed -n 's/.*steady step \([0-9.]*\) ms.*/\1/p' > "$tmp/s1"
+            tail -1 "$tmp/st" | sed -n 's/.*peak RSS \([0-9.]*\) MB.*/\1/p' > "$tmp/m1"
+            cat "$tmp/s1" >> "$tmp/s${side%"${side#?}"}"
+            cat "$tmp/m1" >> "$tmp/m${side%"${side#?}"}"
+            case $side in
+            dev) sd=$(cat "$tmp/s1"); md=$(cat "$tmp/m1")
+                tail -1 "$tmp/st" | sed -n 's/.*python side \([0-9.]*\) ms.*/\1/p' >> "$tmp/py"
+                # uncached compiles after step 2: the last step's count minus step 2's
+                awk '/^step 2:/ { a = $NF } /^step [0-9]+:/ { b = $NF } END { print b - a }' "$tmp/st" >> "$tmp/uc" ;;
+            cli) div "$sd" "$(cat "$tmp/s1")" %.3f >> "$tmp/rs"; echo >> "$tmp/rs"
+                div "$md" "$(cat "$tmp/m1")" %.3f >> "$tmp/rm"; echo >> "$tmp/rm" ;;
+            eager) div "$(cat "$tmp/s1")" "$sd" %.2f >> "$tmp/re"; echo >> "$tmp/re" ;;
+            esac
+        done
     done
+    echo "| ResNet step on the device (\`bench/torch_device_step.py $*\`, SGD, a schedule), $NT threads, $(nrounds) | |"
+    echo "|---|---|"
+    echo "| device step (torch autograd + torch.optim, trace and execution) | $(stats %.0f < "$tmp/sd") ms |"
+    echo "| \`lazytensor train\`, same model and settings | $(stats %.0f < "$tmp/sc") ms |"
+    echo "| PyTorch CPU eager | $(stats %.0f < "$tmp/se") ms |"
+    echo "| device / CLI step | $(stats %.3f < "$tmp/rs") |"
+    echo "| eager / device step (how much faster the device is) | $(stats %.2f < "$tmp/re")x |"
+    echo "| the Python side of a device step (before mark_step) | $(stats %.1f < "$tmp/py") ms |"
+    echo "| uncached compiles after step 2 | $(stats %.0f < "$tmp/uc") |"
+    echo "| peak RSS: device / CLI / eager | $(stats %.0f < "$tmp/md") / $(stats %.0f < "$tmp/mc") / $(stats %.0f < "$tmp/me") MB |"
+    echo "| peak RSS, device / CLI | $(stats %.3f < "$tmp/rm") |"
 }
 
 sec_other() {

@@ -5,18 +5,22 @@ weight decay, a StepLR schedule running) on the lazytensor device against
 the same program on PyTorch's CPU eager, in one run:
 
     PYTHONPATH=build/python /usr/bin/python3 bench/torch_device_step.py \
-        [--model resnet50] [--batch 32] [--size 224] [--steps 6] [--threads 2] [--eager]
+        [--model resnet50] [--batch 32] [--size 224] [--steps 6] [--threads 2] [--eager | --cli PATH]
 
 Prints per step: the Python side of the step (forward, backward, optimizer
 calls, before mark_step), the whole step, and the uncached compiles; then
 the steady-step median and the peak RSS of the process. --eager runs
 PyTorch CPU eager instead (run it as a separate process: peak RSS is per
-process). Compare with `lazytensor train --model resnet50 --batch-size 32
---image-size 224 --data fake` (bench/run_all.sh runs all three).
+process). --cli PATH runs `PATH train` (the lazytensor CLI) with the same
+model and settings instead and reads its per-step times; the peak RSS is
+then the CLI process's. bench/run_all.sh's torch section runs all three.
 """
 import argparse
+import re
 import resource
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -32,7 +36,10 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--eager", action="store_true", help="PyTorch CPU eager instead of the lazytensor device")
+    ap.add_argument("--cli", metavar="PATH", help="the lazytensor CLI (lazytensor train) instead of the device")
     a = ap.parse_args()
+    if a.cli:
+        return cli(a)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.eager:
@@ -61,12 +68,37 @@ def main():
         pys.append(t1 - t0)
         print(f"step {i + 1}: loss {v:.4f}  python {1e3 * (t1 - t0):.1f} ms  step {1e3 * (t2 - t0):.0f} ms  "
               f"uncached compiles {metric('UncachedCompile'):.0f}", flush=True)
-    steady = steps[2:] if len(steps) > 3 else steps[1:]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    side = "PyTorch CPU eager" if a.eager else "lazytensor device"
+    summary("PyTorch CPU eager" if a.eager else "lazytensor device", a, steps,
+            f", python side {1e3 * statistics.median(pys[2:] or pys):.1f} ms", rss)
+
+
+def summary(side, a, steps, extra, rss):
+    steady = steps[2:] if len(steps) > 3 else steps[1:]
     print(f"{side}: {a.model} batch {a.batch} {a.size}x{a.size}, {a.threads} threads: steady step "
-          f"{1e3 * statistics.median(steady):.0f} ms (median of {len(steady)}), python side "
-          f"{1e3 * statistics.median(pys[2:] or pys):.1f} ms, peak RSS {rss:.0f} MB")
+          f"{1e3 * statistics.median(steady):.0f} ms (median of {len(steady)}){extra}, peak RSS {rss:.0f} MB")
+
+
+def cli(a):
+    """The same training on `lazytensor train`: SGD with momentum and weight
+    decay, a schedule changing the learning rate, fake data. A step's time
+    is its trace and execution (the data is generated outside the step)."""
+    cmd = [a.cli, "train", "--model", a.model, "--data", "fake", "--batch-size", str(a.batch),
+           "--image-size", str(a.size), "--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9",
+           "--weight-decay", "1e-4", "--lr-schedule", "cosine", "--steps", str(a.steps),
+           "--threads", str(a.threads), "--test-size", "0", "--log-every", "1", "--seed", "0"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stderr}")
+    steps = []
+    for m in re.finditer(r"^step (\d+)/\d+ loss (\S+) .*trace_ms (\S+) execute_ms (\S+)", run.stderr, re.M):
+        ms = float(m.group(3)) + float(m.group(4))
+        steps.append(ms / 1e3)
+        print(f"step {m.group(1)}: loss {float(m.group(2)):.4f}  step {ms:.0f} ms", flush=True)
+    if len(steps) != a.steps:
+        sys.exit(f"{' '.join(cmd)}: {len(steps)} step lines, expected {a.steps}:\n{run.stderr}")
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    summary("lazytensor train (CLI)", a, steps, "", rss)
 
 
 if __name__ == "__main__":
