@@ -11,8 +11,10 @@
 #include "backend/cpu/cpu.h"
 #include "core/isa.h"
 #include "exec/exec.h"
+#include "prof/prof.h"
 
 #include <math.h>
+#include <unistd.h>
 
 /* max |a - b| / max(1, max |a|) over n values. */
 static double norm_err(const double *a, const double *b, int64_t n) {
@@ -529,6 +531,71 @@ TEST(bn_relu_backward_blocked_matches_reference) {
     for (int t = 0; t < 12; t++) bn_relu_bwd_blocked_case(t, t % 3 == 2);
 }
 
+/* ---- PyTorch's ReLU backward, threshold_backward(g, out, 0), in front of
+ * batch norm's backward (the device's ResNets) fuses into one blocked
+ * K_BN_BWD as the C autograd's where(out <= 0, 0, g) does, with the
+ * gradient add before it or not: the kernels in the trace, and the values
+ * against the reference backend ---- */
+static int thr_bn_run(int ref, int res, double **out) {
+    exec_set_backend(ref);
+    lt_manual_seed(5);
+    int64_t xs[4] = {2, 32, 6, 5}, ws[4] = {32, 32, 3, 3}, cs[1] = {32}, one[2] = {1, 1};
+    float gv[2 * 32 * 6 * 5], hv[2 * 32 * 6 * 5]; /* data, as a device's gradients arrive (not fused randn) */
+    for (int i = 0; i < 2 * 32 * 6 * 5; i++) gv[i] = (float)(i % 37) / 9.0f - 2.0f, hv[i] = (float)(i % 23) / 5.0f - 2.2f;
+    lt_tensor *x = lt_randn(LT_F32, 4, xs), *w = lt_randn(LT_F32, 4, ws), *w2 = lt_randn(LT_F32, 4, ws);
+    lt_tensor *bw = lt_randn(LT_F32, 1, cs), *ga = h_f32(4, xs, gv), *gb = h_f32(4, xs, hv), *stats = NULL;
+    /* o = relu(bn(conv(x))) feeds a second conv, whose input gradient (+ gb,
+     * the residual branch's) comes back through ReLU's mask */
+    lt_tensor *h = lt_conv2d(x, w, NULL, one, one, one, 1);
+    lt_tensor *y = nn_batch_norm(h, bw, NULL, NULL, NULL, true, 0.1, 1e-5, &stats), *o = lt_relu(y);
+    lt_tensor *z = lt_conv2d(o, w2, NULL, one, one, one, 1);
+    lt_tensor *go = nn_conv2d_backward_input(ga, w2, xs, one, one, one, 1);
+    lt_tensor *sum = res ? lt_add(go, gb) : NULL, *gm = lt_threshold_backward(sum ? sum : go, o, 0);
+    lt_tensor *dh = nn_batch_norm_backward_input(gm, h, bw, stats, NULL, NULL, 1e-5);
+    lt_tensor *dwb = nn_batch_norm_backward_params(gm, h, stats, NULL, NULL, 1e-5);
+    lt_tensor *dw = nn_conv2d_backward_weight(dh, x, ws, one, one, one, 1);
+    /* the intermediates go before the sync, as torch frees them: live, each would be a root */
+    lt_free(h), lt_free(y), lt_free(o), lt_free(go), lt_free(sum), lt_free(gm), lt_free(stats);
+    lt_mark_step();
+    out[0] = h_read(dh), out[1] = h_read(dw), out[2] = h_read(dwb), out[3] = h_read(z);
+    CHECK_NO_ERR();
+    lt_free(x), lt_free(w), lt_free(w2), lt_free(bw), lt_free(ga), lt_free(gb), lt_free(z), lt_free(dh);
+    lt_free(dwb), lt_free(dw);
+    exec_set_backend(-1);
+    return 4;
+}
+
+TEST(threshold_backward_fuses_into_bn_backward) {
+    for (int res = 0; res < 2; res++) {
+        char path[] = "/tmp/lt_thr_bn_XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0);
+        close(fd);
+        int prev = g_config.trace_kernels;
+        g_config.trace_kernels = 1;
+        CHECK(prof_trace_open(path) == 0);
+        double *c[4], *r[4];
+        thr_bn_run(0, res, c);
+        prof_trace_close();
+        g_config.trace_kernels = prev;
+        thr_bn_run(1, res, r);
+        FILE *f = fopen(path, "r");
+        char buf[1 << 16];
+        size_t nb = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[nb] = 0;
+        if (f) fclose(f);
+        unlink(path);
+        CHECK_MSG(strstr(buf, "\"BN_BWD_RELU") != NULL, "res %d: no fused BN_BWD_RELU kernel in the trace", res);
+        CHECK_MSG(strstr(buf, "\"THRESHOLD_BWD") == NULL, "res %d: THRESHOLD_BWD ran as a kernel of its own", res);
+        int64_t n[4] = {2 * 32 * 6 * 5, 32 * 32 * 3 * 3, 2 * 32, 2 * 32 * 6 * 5};
+        for (int i = 0; i < 4; i++) {
+            double e = norm_err(r[i], c[i], n[i]);
+            CHECK_MSG(e < 1e-5, "res %d output %d: cpu vs ref error %.3g", res, i, e);
+            free(c[i]), free(r[i]);
+        }
+    }
+}
+
 /* ---- conv2d's padding taps with non-finite factors on blocked values:
  * an inf weight (forward) and an inf upstream gradient (weight gradient)
  * meeting padding give NaN (ref_nn_conv.c's rule; dnnl.c puts it back
@@ -706,6 +773,7 @@ int main(void) {
     RUN(maxpool_blocked_matches_reference);
     RUN(bf16_maxpool_stem_blocked);
     RUN(bn_relu_backward_blocked_matches_reference);
+    RUN(threshold_backward_fuses_into_bn_backward);
     RUN(conv_padding_taps_nonfinite_blocked);
     RUN(conv_wgrad_inf_where_only_padding_is_read);
     RUN(conv_winograd_matches_reference);

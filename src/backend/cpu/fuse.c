@@ -470,27 +470,40 @@ static int32_t act_load(const tprog *p, int reg, int dt) {
 
 /* Is group kn exactly ReLU's backward where(out <= 0, 0, a) or, with the
  * gradient add before it, where(out <= 0, 0, a + b), in activations of type
- * dt, storing only that? Then out, a and b (or -1). */
+ * dt, storing only that? Then out, a and b (or -1). The where may also be
+ * THRESHOLD_BWD (a, out) with a constant threshold 0, the same function
+ * (PyTorch's autograd emits it: the device's ResNets fuse as the CLI's). */
 static int relu_grad_group(const exec_graph *g, const kernel *kn, int dt, int32_t v[3]) {
     const tprog *p = kn->prog;
-    if (kn->kind != K_FUSED || !p || p->rtype != LT_F32 || p->nstore != 1 || p->nins < 2 || p->nins > 3) return 0;
+    if (kn->kind != K_FUSED || !p || p->rtype != LT_F32 || p->nstore != 1 || p->nins < 1 || p->nins > 3) return 0;
     const tins *wh = &p->ins[p->nins - 1], *le = NULL, *add = NULL;
-    if (wh->op != LT_OP_WHERE || wh->dtype != dt || p->stores[0].value != wh->node || !zero_load(g, p, wh->src[1]))
+    if (wh->dtype != dt || p->stores[0].value != wh->node) return 0;
+    int thr = wh->op == LT_OP_THRESHOLD_BWD;
+    if (thr) {
+        const gnode *t = &g->nodes[wh->node];
+        if (t->sc_slot[0] >= 0 || t->sc[0] != 0) return 0;
+    } else if (wh->op != LT_OP_WHERE || !zero_load(g, p, wh->src[1])) {
         return 0;
+    }
     for (int j = 0; j < p->nins - 1; j++) {
         const tins *t = &p->ins[j];
-        if (t->op == LT_OP_LE && !le) le = t;
+        if (t->op == LT_OP_LE && !le && !thr) le = t;
         else if (t->op == LT_OP_ADD && !add) add = t;
         else return 0;
     }
-    if (!le || le->dtype != LT_BOOL || le->dst != wh->src[0] || !zero_load(g, p, le->src[1])) return 0;
-    v[0] = act_load(p, le->src[0], dt);
+    int8_t grad = thr ? wh->src[0] : wh->src[2];
+    if (thr) {
+        v[0] = act_load(p, wh->src[1], dt);
+    } else {
+        if (!le || le->dtype != LT_BOOL || le->dst != wh->src[0] || !zero_load(g, p, le->src[1])) return 0;
+        v[0] = act_load(p, le->src[0], dt);
+    }
     if (add) {
-        if (add->dtype != dt || add->dst != wh->src[2]) return 0;
+        if (add->dtype != dt || add->dst != grad) return 0;
         v[1] = act_load(p, add->src[0], dt), v[2] = act_load(p, add->src[1], dt);
         return v[0] >= 0 && v[1] >= 0 && v[2] >= 0;
     }
-    v[1] = act_load(p, wh->src[2], dt), v[2] = -1;
+    v[1] = act_load(p, grad, dt), v[2] = -1;
     return v[0] >= 0 && v[1] >= 0;
 }
 
