@@ -128,7 +128,22 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor &grad_output, const at:
     return unbatch(lt_adaptive_avg_pool2d_backward(batched(g, u, kg, op), in_shape), u, op);
 }
 
+// aten::adaptive_avg_pool2d above autograd. torch's own (CompositeImplicit)
+// computes a 1x1 output as mean over H and W, whose backward is expand and
+// div: kernels that read and write plain NCHW, so a ResNet's last stage lost
+// the channel-blocked layout of its convolutions (src/backend/cpu/layout.c)
+// and the device's ResNet-50 step ran ~20% over the CLI's. Here every size
+// is the primitive _adaptive_avg_pool2d, whose backward is the core's one
+// kernel, as in the CLI's graph. Same values: both are the window means.
+at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor &self, c10::SymIntArrayRef output_size) {
+    return at::_ops::_adaptive_avg_pool2d::call(self, output_size);
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+    m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_autograd));
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices));

@@ -237,6 +237,14 @@ def test_adaptive_avg_pool2d(out):
     both(lambda x: F.adaptive_avg_pool2d(x, out), randn(2, 3, 7, 6), tol=1e-5)
 
 
+def test_adaptive_avg_pool2d_1x1_is_the_pooling_op():
+    # torch's composite makes a 1x1 output a mean over H, W (backward: expand
+    # and div, plain-layout kernels); the device keeps the pooling op, whose
+    # backward is one kernel, as the CLI's ResNets have it (pool.cpp)
+    x = randn(2, 3, 7, 6).to(DEV).requires_grad_()
+    assert type(F.adaptive_avg_pool2d(x, 1).grad_fn).__name__.startswith("AdaptiveAvgPool2DBackward")
+
+
 def test_adaptive_avg_pool2d_unbatched_float64():
     both(lambda x: F.adaptive_avg_pool2d(x, (3, 4)), randn(3, 8, 5, dtype=torch.float64))
 
