@@ -466,7 +466,7 @@ sec_torch() {
     echo
     if [ "$QUICK" = 1 ]; then set -- --model resnet18 --batch 2 --size 64 --steps 3; else set -- --batch 32 --size 224 --steps 6; fi
     : > "$tmp/sd"; : > "$tmp/sc"; : > "$tmp/se"; : > "$tmp/py"; : > "$tmp/md"; : > "$tmp/mc"; : > "$tmp/me"
-    : > "$tmp/rs"; : > "$tmp/rm"; : > "$tmp/re"; : > "$tmp/uc"
+    : > "$tmp/rs"; : > "$tmp/rm"; : > "$tmp/re"; : > "$tmp/uc"; : > "$tmp/rt"; : > "$tmp/rn"
     for r in $(rounds); do # each side its own process (peak RSS is per process)
         for side in dev cli eager; do
             case $side in dev) opt= ;; cli) opt="--cli $B/lazytensor" ;; eager) opt=--eager ;; esac
@@ -478,11 +478,13 @@ sec_torch() {
             cat "$tmp/m1" >> "$tmp/m${side%"${side#?}"}"
             case $side in
             dev) sd=$(cat "$tmp/s1"); md=$(cat "$tmp/m1")
+                rt=$(tail -1 "$tmp/st" | sed -n "s/.*torch's runtime at import \([0-9.]*\) MB.*/\1/p"); echo "$rt" >> "$tmp/rt"
                 tail -1 "$tmp/st" | sed -n 's/.*python side \([0-9.]*\) ms.*/\1/p' >> "$tmp/py"
                 # uncached compiles after step 2: the last step's count minus step 2's
                 awk '/^step 2:/ { a = $NF } /^step [0-9]+:/ { b = $NF } END { print b - a }' "$tmp/st" >> "$tmp/uc" ;;
             cli) div "$sd" "$(cat "$tmp/s1")" %.3f >> "$tmp/rs"; echo >> "$tmp/rs"
-                div "$md" "$(cat "$tmp/m1")" %.3f >> "$tmp/rm"; echo >> "$tmp/rm" ;;
+                div "$md" "$(cat "$tmp/m1")" %.3f >> "$tmp/rm"; echo >> "$tmp/rm"
+                div "$(awk -v a="$md" -v b="$rt" 'BEGIN { print a - b }')" "$(cat "$tmp/m1")" %.3f >> "$tmp/rn"; echo >> "$tmp/rn" ;;
             eager) div "$(cat "$tmp/s1")" "$sd" %.2f >> "$tmp/re"; echo >> "$tmp/re" ;;
             esac
         done
@@ -498,6 +500,41 @@ sec_torch() {
     echo "| uncached compiles after step 2 | $(stats %.0f < "$tmp/uc") |"
     echo "| peak RSS: device / CLI / eager | $(stats %.0f < "$tmp/md") / $(stats %.0f < "$tmp/mc") / $(stats %.0f < "$tmp/me") MB |"
     echo "| peak RSS, device / CLI | $(stats %.3f < "$tmp/rm") |"
+    echo "| the device process's RSS after \`import torch, torchvision\` (before any model) | $(stats %.0f < "$tmp/rt") MB |"
+    echo "| peak RSS less that, device / CLI | $(stats %.3f < "$tmp/rn") |"
+}
+
+sec_xla() {
+    echo "### PyTorch/XLA-style training on several processes"
+    echo
+    need python/lazytensor/torch || { skip "the PyTorch device is not built (libtorch-dev)"; return; }
+    have_tv || { skip "PyTorch or torchvision is missing under $PY (scripts/install-deps.sh)"; return; }
+    command -v mpirun >/dev/null || { skip "mpirun is missing (OpenMPI: scripts/install-deps.sh)"; return; }
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    steps=40; [ "$QUICK" = 1 ] && steps=6
+    set -- examples/xla_style_train.py --fake_data --model resnet18 --img_dim 64 --batch_size 32 --num_steps $steps
+    steady() { sed -n 's/.*, \([0-9.]*\) img\/s after the first.*/\1/p' "$tmp/x"; }
+    : > "$tmp/a"; : > "$tmp/b"; : > "$tmp/c"; : > "$tmp/r1"; : > "$tmp/r2"
+    for r in $(rounds); do
+        (cd "$here" && PYTHONPATH=$B/python LT_NUM_THREADS=1 mpirun --oversubscribe -np 2 -x PYTHONPATH -x LT_NUM_THREADS \
+            $PY -m lazytensor.xla "$@") > "$tmp/x" 2>&1 || { cat "$tmp/x"; failed "mpirun -np 2 xla_style_train.py"; return; }
+        a=$(steady); echo "$a" >> "$tmp/a"
+        (cd "$here" && PYTHONPATH=$B/python LT_NUM_THREADS=2 $PY -m lazytensor.xla "$@" --batch_size 64) > "$tmp/x" 2>&1 ||
+            { cat "$tmp/x"; failed "xla_style_train.py"; return; }
+        b=$(steady); echo "$b" >> "$tmp/b"
+        NT=1 $PY "$here/bench/pytorch_ddp_xla.py" 2 resnet18 64 32 $((steps - 3)) > "$tmp/x" 2>&1 ||
+            { cat "$tmp/x"; failed pytorch_ddp_xla.py; return; }
+        c=$(sed -n 's/.*: \([0-9.]*\) img\/s$/\1/p' "$tmp/x"); echo "$c" >> "$tmp/c"
+        div "$a" "$b" %.3f >> "$tmp/r1"; echo >> "$tmp/r1"
+        div "$a" "$c" %.2f >> "$tmp/r2"; echo >> "$tmp/r2"
+    done
+    echo "| \`examples/xla_style_train.py\` on the device: ResNet-18, 64x64, batch 32 per process, SGD, steps 4-$steps, $(nrounds) | img/s |"
+    echo "|---|---|"
+    echo "| 2 processes x 1 thread (\`mpirun -np 2 python3 -m lazytensor.xla $*\`) | $(stats %.1f < "$tmp/a") |"
+    echo "| 1 process x 2 threads (\`LT_NUM_THREADS=2 python3 -m lazytensor.xla ... --batch_size 64\`: the same global batch) | $(stats %.1f < "$tmp/b") |"
+    echo "| PyTorch DDP (gloo), 2 processes x 1 thread (\`NT=1 bench/pytorch_ddp_xla.py 2 resnet18 64 32\`) | $(stats %.1f < "$tmp/c") |"
+    echo "| 2 processes against 1 process | $(stats %.3f < "$tmp/r1")x |"
+    echo "| 2 processes against PyTorch DDP | $(stats %.2f < "$tmp/r2")x |"
 }
 
 sec_other() {
@@ -514,7 +551,7 @@ sec_other() {
 }
 
 [ -d "$B" ] || { echo "run_all: $B is missing (make build, or BUILD=dir)" >&2; exit 1; }
-all="machine trace python step-trace execution resnet50 bf16 busy gpt data dist touch torch other"
+all="machine trace python step-trace execution resnet50 bf16 busy gpt data dist touch torch xla other"
 [ $# -gt 0 ] || set -- $all
 for s; do
     case " $all " in *" $s "*) ;; *) echo "run_all: no section '$s' (sections: $all)" >&2; exit 2 ;; esac

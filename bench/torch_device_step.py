@@ -27,6 +27,10 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+# The process's memory before any model: Python, torch and torchvision's own
+# (~260 MB here), which a torch program carries and the CLI does not.
+RUNTIME_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -70,13 +74,14 @@ def main():
               f"uncached compiles {metric('UncachedCompile'):.0f}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     summary("PyTorch CPU eager" if a.eager else "lazytensor device", a, steps,
-            f", python side {1e3 * statistics.median(pys[2:] or pys):.1f} ms", rss)
+            f", python side {1e3 * statistics.median(pys[2:] or pys):.1f} ms", rss,
+            f" (torch's runtime at import {RUNTIME_MB:.0f} MB)")
 
 
-def summary(side, a, steps, extra, rss):
+def summary(side, a, steps, extra, rss, rss_extra=""):
     steady = steps[2:] if len(steps) > 3 else steps[1:]
     print(f"{side}: {a.model} batch {a.batch} {a.size}x{a.size}, {a.threads} threads: steady step "
-          f"{1e3 * statistics.median(steady):.0f} ms (median of {len(steady)}){extra}, peak RSS {rss:.0f} MB")
+          f"{1e3 * statistics.median(steady):.0f} ms (median of {len(steady)}){extra}, peak RSS {rss:.0f} MB{rss_extra}")
 
 
 def cli(a):

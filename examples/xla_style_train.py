@@ -14,6 +14,7 @@ import argparse
 import gzip
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -33,6 +34,9 @@ import torch_xla.distributed.xla_multiprocessing as xmp
 import torch_xla.runtime as xr
 import torch_xla.test.test_utils as test_utils
 import torch_xla.utils.utils as xu
+
+
+WARM = 3  # steps left out of the steady rate: the first two compile
 
 
 def parse_args(argv=None):
@@ -117,7 +121,10 @@ def train(args):
     def train_loop(loader, epoch):
         tracker = xm.RateTracker()
         model.train()
+        steady = None  # (time, steps) when step WARM begins: the loader has synced the steps before it
         for step, (data, target) in enumerate(loader):
+            if step == WARM:
+                steady = (time.perf_counter(), step)
             optimizer.zero_grad()
             loss = loss_fn(model(data), target)
             loss.backward()
@@ -128,6 +135,9 @@ def train(args):
             if args.num_steps and step + 1 >= args.num_steps:
                 break
         xm.mark_step()  # a loop that breaks early leaves its last step pending
+        if steady:
+            dt = time.perf_counter() - steady[0]
+            tracker.steady_rate = (step + 1 - steady[1]) * args.batch_size / dt if dt > 0 else 0.0
         return tracker
 
     def test_loop(loader):
@@ -148,8 +158,10 @@ def train(args):
     for epoch in range(1, args.num_epochs + 1):
         xm.master_print(f"Epoch {epoch} train begin {test_utils.now()}")
         tracker = train_loop(train_device_loader, epoch)
+        steady = getattr(tracker, "steady_rate", None)
         xm.master_print(f"Epoch {epoch} train end {test_utils.now()}, "
-                        f"{tracker.global_rate() * xr.world_size():.1f} img/s over {xr.world_size()} rank(s)")
+                        f"{tracker.global_rate() * xr.world_size():.1f} img/s over {xr.world_size()} rank(s)"
+                        + (f", {steady * xr.world_size():.1f} img/s after the first {WARM} steps" if steady else ""))
         accuracy = test_loop(test_device_loader)
         xm.master_print(f"Epoch {epoch} test end {test_utils.now()}, Accuracy={accuracy:.2f}")
     if args.metrics_debug:
