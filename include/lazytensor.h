@@ -365,6 +365,20 @@ lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
  * 'floor'); integers stay integers, and divide by zero to 0 (torch raises). */
 lt_tensor *lt_div_trunc(lt_tensor *a, lt_tensor *b);
 lt_tensor *lt_div_floor(lt_tensor *a, lt_tensor *b);
+/* lerp with a tensor weight (broadcasting; a, b and weight share one
+ * floating dtype, as torch requires); the _ form returns a. */
+lt_tensor *lt_lerp_tensor(lt_tensor *a, lt_tensor *b, lt_tensor *weight);
+lt_tensor *lt_lerp_tensor_(lt_tensor *a, lt_tensor *b, lt_tensor *weight);
+/* Bitwise and, or, xor, not of integer and bool tensors (promoted as
+ * torch's; floats are an error); the _ forms return a. */
+lt_tensor *lt_bitwise_and(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_or(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_xor(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_not(lt_tensor *a);
+lt_tensor *lt_bitwise_and_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_or_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_xor_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_not_(lt_tensor *a);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
 /* softmax / log_softmax backward from the forward's output (PyTorch's

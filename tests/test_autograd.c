@@ -50,6 +50,7 @@ F(f_sigmoid, lt_sigmoid(x[0]))
 F(f_cast, lt_to_dtype(x[0], LT_F64))
 F(f_lerp, lt_lerp(x[0], x[1], 0.3))
 F(f_lerp_hi, lt_lerp(x[0], x[1], 0.8))
+F(f_lerp_tensor, lt_lerp_tensor(x[0], x[1], x[2]))
 F(f_addcmul, lt_addcmul(x[0], x[1], x[2], 0.7))
 F(f_addcdiv, lt_addcdiv(x[0], x[1], x[2], -1.3))
 F(f_sum_all, lt_sum(x[0], 0, NULL, false))
@@ -274,6 +275,7 @@ static const gc_case cases[] = {
     {"lerp", f_lerp, 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1},
     {"lerp w>0.5", f_lerp_hi, 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1},
     {"where", f_where, 2, {2, 1}, {{2, 3}, {3}}, -1, 1},
+    {"lerp tensor weight bcast", f_lerp_tensor, 3, {2, 1, 2}, {{2, 3}, {3}, {2, 3}}, -1, 1},
     {"addcmul", f_addcmul, 3, {2, 1, 2}, {{2, 3}, {3}, {2, 3}}, -1, 1},
     {"addcdiv", f_addcdiv, 3, {2, 2, 1}, {{2, 3}, {2, 3}, {3}}, 0.5, 2},
     {"sum all", f_sum_all, 1, {2}, {{2, 3}}, -1, 1},

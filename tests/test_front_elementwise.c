@@ -147,6 +147,53 @@ TEST(division_rounding_modes) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }
 
+TEST(lerp_tensor_weight) {
+    /* torch.lerp(a, b, w) with a tensor w (broadcast), and its dtype rule */
+    lt_tensor *a = f64v(4, (double[]){1, 2, 3, 4}), *b = f64v(4, (double[]){11, -2, 3, 0});
+    lt_tensor *w = f64v(4, (double[]){0.25, 0.75, 2, -0.5}), *w0 = lt_full(0.5, LT_F64, 0, NULL);
+    lt_tensor *r = lt_lerp_tensor(a, b, w), *r0 = lt_lerp_tensor(a, b, w0);
+    EXPECT_VALUES(r, 1e-15, 3.5, -1, 3, 6);
+    EXPECT_VALUES(r0, 1e-15, 6, 0, 3, 2);
+    CHECK(lt_lerp_tensor_(a, b, w) == a);
+    EXPECT_VALUES(a, 1e-15, 3.5, -1, 3, 6);
+    lt_tensor *f = lt_full(0.5, LT_F32, 0, NULL), *i = i64v(2, (int64_t[]){1, 2});
+    CHECK(!lt_lerp_tensor(a, b, f)); /* torch: expected dtype double for `weight` */
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_lerp_tensor(i, i, i));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {a, b, w, w0, r, r0, f, i};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(bitwise_ops) {
+    lt_tensor *a = i64v(4, (int64_t[]){12, -1, 5, 0}), *b = i64v(4, (int64_t[]){10, 7, -6, 3});
+    lt_tensor *x = lt_bitwise_and(a, b), *o = lt_bitwise_or(a, b), *e = lt_bitwise_xor(a, b), *n = lt_bitwise_not(a);
+    CHECK(lt_dtype_of(x) == LT_I64 && lt_dtype_of(n) == LT_I64);
+    EXPECT_VALUES(x, 0, 8, 7, 0, 0);
+    EXPECT_VALUES(o, 0, 14, -1, -1, 3);
+    EXPECT_VALUES(e, 0, 6, -8, -1, 3);
+    EXPECT_VALUES(n, 0, -13, 0, -6, -1);
+    uint8_t uv[3] = {5, 255, 0}, bv[3] = {1, 0, 1}, cv[3] = {1, 1, 0};
+    lt_tensor *u = lt_from_data(uv, LT_U8, 1, (int64_t[]){3}), *un = lt_bitwise_not(u);
+    CHECK(lt_dtype_of(un) == LT_U8);
+    EXPECT_VALUES(un, 0, 250, 0, 255);
+    lt_tensor *p = lt_from_data(bv, LT_BOOL, 1, (int64_t[]){3}), *q = lt_from_data(cv, LT_BOOL, 1, (int64_t[]){3});
+    lt_tensor *pn = lt_bitwise_not(p), *px = lt_bitwise_xor(p, q), *pu = lt_bitwise_or(p, u);
+    CHECK(lt_dtype_of(pn) == LT_BOOL && lt_dtype_of(px) == LT_BOOL && lt_dtype_of(pu) == LT_U8);
+    EXPECT_VALUES(pn, 0, 0, 1, 0); /* ~ of a bool is logical not */
+    EXPECT_VALUES(px, 0, 0, 1, 1);
+    EXPECT_VALUES(pu, 0, 5, 255, 1);
+    CHECK(lt_bitwise_and_(a, b) == a);
+    EXPECT_VALUES(a, 0, 8, 7, 0, 0);
+    lt_tensor *f = f64v(1, (double[]){1});
+    CHECK(!lt_bitwise_and(a, f)); /* torch: "bitwise_and_cpu" not implemented for 'Double' */
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_bitwise_not(f));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {a, b, x, o, e, n, u, un, p, q, pn, px, pu, f};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
 int main(void) {
     RUN(add_scaled);
     RUN(integral_scalars_keep_integer_dtypes);
@@ -154,5 +201,7 @@ int main(void) {
     RUN(masked_fill_and_sign);
     RUN(activations_and_backward_ops);
     RUN(division_rounding_modes);
+    RUN(lerp_tensor_weight);
+    RUN(bitwise_ops);
     return h_report();
 }

@@ -8,8 +8,6 @@
 // with integer scalars keep their dtype (lt_*_int), as torch's do.
 #include "elementwise.h"
 
-#include <ATen/ops/bitwise_and_ops.h>
-#include <ATen/ops/bitwise_or_ops.h>
 
 #include <cmath>
 
@@ -445,6 +443,21 @@ static at::Tensor &lerp_out(const at::Tensor &self, const at::Tensor &end, const
     return write_out(out, lt_lerp(a, b, num(w)), "lerp.out");
 }
 
+// lerp with a tensor weight: one lt_lerp_tensor (a CPU 0-d weight enters as data).
+static at::Tensor lerp_t(const at::Tensor &self, const at::Tensor &end, const at::Tensor &w) {
+    Val a(self, "lerp"), b(end, "lerp"), c(w, "lerp");
+    return wrap(lt_lerp_tensor(a, b, c), "lerp");
+}
+static at::Tensor &lerp_t_(at::Tensor &self, const at::Tensor &end, const at::Tensor &w) {
+    Val a(self, "lerp_"), b(end, "lerp_"), c(w, "lerp_");
+    check(lt_lerp_tensor_(a, b, c), "lerp_");
+    return self;
+}
+static at::Tensor &lerp_t_out(const at::Tensor &self, const at::Tensor &end, const at::Tensor &w, at::Tensor &out) {
+    Val a(self, "lerp.out"), b(end, "lerp.out"), c(w, "lerp.out");
+    return write_out(out, lt_lerp_tensor(a, b, c), "lerp.out");
+}
+
 #define TERNARY(name)                                                                                            \
     static at::Tensor name(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const c10::Scalar &v) { \
         Val a(self, #name), b(t1, #name), c(t2, #name);                                                          \
@@ -541,15 +554,32 @@ static at::Tensor &logical_not_out(const at::Tensor &self, at::Tensor &out) {
     Val a(self, "logical_not.out");
     return write_out(out, lt_eq_scalar(a, 0), "logical_not.out");
 }
-// & and | of bool tensors; integer bitwise ops are not in the core: torch's CPU kernel runs them.
-static at::Tensor bitwise_and(const at::Tensor &self, const at::Tensor &other) {
-    if (self.scalar_type() == at::kBool && other.scalar_type() == at::kBool) return ltt::logical_and(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::bitwise_and_Tensor>::call(self, other);
+// Bitwise ops of integer and bool tensors (a Python int operand: a 0-d FILL
+// node, its value a runtime parameter); the .Scalar forms and & | ^ ~ reach these.
+static lt_tensor *bitwise_h(lt_tensor *(*fn)(lt_tensor *, lt_tensor *), const at::Tensor &self, const at::Tensor &other,
+                            const char *op) {
+    c10::Scalar s;
+    Val a(self, op);
+    if (wrapped_scalar(other, s)) {
+        Own b(scalar_node(s, self, op));
+        return fn(a, b);
+    }
+    Val b(other, op);
+    return fn(a, b);
 }
-static at::Tensor bitwise_or(const at::Tensor &self, const at::Tensor &other) {
-    if (self.scalar_type() == at::kBool && other.scalar_type() == at::kBool) return ltt::logical_or(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::bitwise_or_Tensor>::call(self, other);
-}
+#define BITWISE(name)                                                                                     \
+    static at::Tensor name(const at::Tensor &self, const at::Tensor &other) {                            \
+        return wrap(bitwise_h(lt_##name, self, other, #name), #name);                                     \
+    }                                                                                                     \
+    static at::Tensor &name##_(at::Tensor &self, const at::Tensor &other) {                              \
+        return write(self, bitwise_h(lt_##name, self, other, #name "_"), #name "_");                      \
+    }                                                                                                     \
+    static at::Tensor &name##_out(const at::Tensor &self, const at::Tensor &other, at::Tensor &out) {    \
+        return write_out(out, bitwise_h(lt_##name, self, other, #name ".out"), #name ".out");             \
+    }
+BITWISE(bitwise_and)
+BITWISE(bitwise_or)
+BITWISE(bitwise_xor)
 
 static at::Tensor isnan(const at::Tensor &self) {
     Val a(self, "isnan");
@@ -627,6 +657,7 @@ UNARY(sqrt)
 UNARY(rsqrt)
 UNARY(abs)
 UNARY(erf)
+UNARY(bitwise_not)
 
 static at::Tensor sign(const at::Tensor &self) {
     Val a(self, "sign");
@@ -717,6 +748,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("lerp.Scalar", TORCH_FN(lerp));
     m.impl("lerp_.Scalar", TORCH_FN(lerp_));
     m.impl("lerp.Scalar_out", TORCH_FN(lerp_out));
+    m.impl("lerp.Tensor", TORCH_FN(lerp_t));
+    m.impl("lerp_.Tensor", TORCH_FN(lerp_t_));
+    m.impl("lerp.Tensor_out", TORCH_FN(lerp_t_out));
     m.impl("addcmul", TORCH_FN(addcmul));
     m.impl("addcmul_", TORCH_FN(addcmul_));
     m.impl("addcmul.out", TORCH_FN(addcmul_out));
@@ -740,8 +774,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("logical_not", TORCH_FN(logical_not));
     m.impl("logical_not_", TORCH_FN(logical_not_));
     m.impl("logical_not.out", TORCH_FN(logical_not_out));
-    m.impl("bitwise_and.Tensor", TORCH_FN(bitwise_and));
-    m.impl("bitwise_or.Tensor", TORCH_FN(bitwise_or));
+#define REG_BITWISE(name)                                  \
+    m.impl(#name ".Tensor", TORCH_FN(name));               \
+    m.impl(#name "_.Tensor", TORCH_FN(name##_));           \
+    m.impl(#name ".Tensor_out", TORCH_FN(name##_out));
+    REG_BITWISE(bitwise_and) REG_BITWISE(bitwise_or) REG_BITWISE(bitwise_xor)
     m.impl("isnan", TORCH_FN(isnan));
     m.impl("isinf", TORCH_FN(isinf));
     m.impl("where.self", TORCH_FN(where));
@@ -754,7 +791,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(#name "_", TORCH_FN(name##_));              \
     m.impl(#name ".out", TORCH_FN(name##_out));
     REG_UNARY(neg) REG_UNARY(exp) REG_UNARY(log) REG_UNARY(sqrt) REG_UNARY(rsqrt) REG_UNARY(abs) REG_UNARY(erf)
-    REG_UNARY(sign) REG_UNARY(reciprocal)
+    REG_UNARY(sign) REG_UNARY(reciprocal) REG_UNARY(bitwise_not)
     m.impl("sgn", TORCH_FN(sign));  // real dtypes: sign (abs's backward calls it)
     m.impl("sgn_", TORCH_FN(sign_));
     m.impl("sgn.out", TORCH_FN(sign_out));

@@ -31,6 +31,7 @@ static unsigned saves(int op, unsigned need, const int64_t *ia) {
         return 8u;
     case LT_OP_ADDCMUL: return (need & 4 ? 2u : 0) | (need & 2 ? 4u : 0);
     case LT_OP_ADDCDIV: return (need & 6 ? 4u : 0) | (need & 4 ? 2u : 0);
+    case LT_OP_LERP_TENSOR: return (need & 3 ? 4u : 0) | (need & 4 ? 3u : 0); /* the weight; a and b */
     default: return ag_nn_saves(op, need, ia); /* 0 for every op without saved values */
     }
 }

@@ -97,6 +97,12 @@ REF_DIV_FLOOR(double, fmod, floor, copysign)
 REF_DIV_FLOOR(float, fmodf, floorf, copysignf)
 #undef REF_DIV_FLOOR
 
+/* torch's lerp with a tensor weight: the side by |weight| (Lerp.h), in
+ * double; shared with the cpu tiles. */
+static inline double ref_lerp(double a, double b, double w) {
+    return fabs(w) < 0.5 ? a + w * (b - a) : b - (b - a) * (1.0 - w);
+}
+
 static inline double ref_gelu(double x, int tanh_form) {
     if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
