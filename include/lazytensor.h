@@ -235,6 +235,10 @@ lt_tensor *lt_sum(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_mean(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_max(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim);
+/* Variance / standard deviation, floats only: sum((x - mean)^2) over the
+ * axes divided by max(0, N - correction) (1: Bessel's, torch's default). */
+lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
 lt_tensor *lt_argmax(lt_tensor *a, int dim, bool keepdim);  /* LT_I64, first maximum */
 lt_tensor *lt_argmin(lt_tensor *a, int dim, bool keepdim);
 lt_tensor *lt_softmax(lt_tensor *a, int dim);

@@ -285,6 +285,7 @@ typedef struct rctx {
     int op, naxes, axes[LT_MAX_DIMS], keep;
     lt_tensor *x, *y;
 } rctx;
+static double g_corr; /* VAR/STD's correction */
 
 static lt_tensor *make_reduce(void *p) {
     rctx *r = p;
@@ -293,6 +294,8 @@ static lt_tensor *make_reduce(void *p) {
     case LT_OP_MEAN: return lt_mean(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_MAX: return lt_max(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_MIN: return lt_min(r->x, r->naxes, r->axes, r->keep);
+    case LT_OP_VAR: return lt_var(r->x, r->naxes, r->axes, g_corr, r->keep);
+    case LT_OP_STD: return lt_std(r->x, r->naxes, r->axes, g_corr, r->keep);
     case LT_OP_ARGMAX: return lt_argmax(r->x, r->axes[0], r->keep);
     case LT_OP_ARGMIN: return lt_argmin(r->x, r->axes[0], r->keep);
     case LT_OP_SOFTMAX: return lt_softmax(r->x, r->axes[0]);
@@ -1636,6 +1639,47 @@ TEST(every_op_bf16) {
     g_bf16 = 0;
 }
 
+/* VAR/STD (after the other cases, which keep their random draws): random
+ * shapes, axes and corrections, every form reduce.c canonicalizes, one
+ * left to the reference, and the bfloat16 pass. */
+TEST(var_std) {
+    static const struct {
+        int nd;
+        int64_t s[4];
+        int naxes, axes[4];
+    } C[] = {{4, {8, 16, 20, 20}, 3, {0, 2, 3}}, {4, {8, 16, 20, 20}, 2, {2, 3}}, {1, {300001}, 0, {0}},
+             {2, {5000, 7}, 1, {0}}, {2, {3, 50000}, 1, {1}}, {4, {2, 3, 40, 50}, 2, {0, 2}}, {2, {1, 1}, 0, {0}}};
+    const double corr[] = {0, 1, 2, 0.5};
+    char what[96];
+    for (int bf = 0; bf < 2; bf++) {
+        g_bf16 = bf;
+        for (int op = LT_OP_VAR; op <= LT_OP_STD; op++) {
+            for (size_t c = 0; c < sizeof C / sizeof C[0]; c++)
+                for (int dt = 0; dt < 2; dt++) {
+                    rctx r = {op, C[c].naxes, {0}, (int)(c & 1), rand_tensor((lt_dtype)dt, C[c].nd, C[c].s, 0), NULL};
+                    g_corr = corr[c % 4];
+                    memcpy(r.axes, C[c].axes, sizeof C[c].axes);
+                    snprintf(what, sizeof what, "%s case %zu dtype %d%s", g_ops[op].name, c, dt, bf ? " bf16" : "");
+                    differential(what, op, make_reduce, &r, 1e-5);
+                    lt_free(r.x);
+                }
+            for (int trial = 0; trial < 30; trial++) {
+                int64_t s[LT_MAX_DIMS];
+                int nd = rand_shape(s);
+                rctx r = {op, 0, {0}, rint_(2), NULL, NULL};
+                g_corr = corr[rint_(4)];
+                for (int d = 0; d < nd; d++)
+                    if (rint_(2)) r.axes[r.naxes++] = d;
+                r.x = rand_tensor((lt_dtype)rint_(NDT), nd, s, 0);
+                snprintf(what, sizeof what, "%s trial %d%s", g_ops[op].name, trial, bf ? " bf16" : "");
+                differential(what, op, make_reduce, &r, 1e-5);
+                lt_free(r.x);
+            }
+        }
+    }
+    g_bf16 = 0;
+}
+
 TEST(coverage) {
     for (int op = 1; op < LT_OP_COUNT; op++) {
         if (!covered[op]) h_fail(__FILE__, __LINE__, "op %s never compared", g_ops[op].name);
@@ -1660,6 +1704,7 @@ int main(void) {
     RUN(donation_in_place_update);
     RUN(every_op_bf16);
     RUN(bf16_weight_grad_split);
+    RUN(var_std);
     RUN(coverage);
     return h_report();
 }

@@ -194,6 +194,24 @@ TEST(bitwise_ops) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }
 
+TEST(var_std) {
+    /* torch.var / torch.std with correction 1 (default), 0 and 2 */
+    lt_tensor *x = lt_from_data((double[]){1, 2, 3, 4, 10, 20, 30, 40}, LT_F64, 2, (int64_t[]){2, 4});
+    lt_tensor *v = lt_var(x, 1, (int[]){1}, 1, false), *v0 = lt_var(x, 1, (int[]){-1}, 0, true);
+    lt_tensor *s = lt_std(x, 0, NULL, 2, false), *one = lt_var(x, 1, (int[]){0}, 2, false);
+    EXPECT_SHAPE(v, 2);
+    EXPECT_SHAPE(v0, 2, 1);
+    EXPECT_VALUES(v, 1e-12, 5.0 / 3, 500.0 / 3);
+    EXPECT_VALUES(v0, 1e-12, 1.25, 125);
+    EXPECT_VALUES(s, 1e-12, sqrt(1517.5 / 6)); /* squares 1517.5 about the mean 13.75, dof 6 */
+    EXPECT_VALUES(one, 0, INFINITY, INFINITY, INFINITY, INFINITY); /* dof max(0, 2 - 2): x / 0 */
+    lt_tensor *i = i64v(2, (int64_t[]){1, 2});
+    CHECK(!lt_var(i, 0, NULL, 1, false)); /* torch: std and var only support floating point */
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {x, v, v0, s, one, i};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
 int main(void) {
     RUN(add_scaled);
     RUN(integral_scalars_keep_integer_dtypes);
@@ -203,5 +221,6 @@ int main(void) {
     RUN(division_rounding_modes);
     RUN(lerp_tensor_weight);
     RUN(bitwise_ops);
+    RUN(var_std);
     return h_report();
 }

@@ -162,7 +162,8 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ADD_SCALED: case LT_OP_MASKED_FILL: case LT_OP_SILU:
     case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID: case LT_OP_LERP_TENSOR:
         return ag_bw_elementwise(f, g, gi);
-    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: return ag_bw_reduce(f, g, gi);
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_VAR: case LT_OP_STD:
+        return ag_bw_reduce(f, g, gi);
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: return ag_bw_softmax(f, g, gi);
     case LT_OP_MATMUL: return ag_bw_matmul(f, g, gi);
     case LT_OP_CAT: return ag_bw_cat(f, g, gi);

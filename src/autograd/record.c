@@ -25,7 +25,8 @@ static unsigned saves(int op, unsigned need, const int64_t *ia) {
     case LT_OP_MASKED_FILL: return 2u; /* the mask */
     case LT_OP_LAYER_NORM: return 1u | (ia[1] ? 2u : 0); /* x, the weight */
     case LT_OP_ATTENTION: return 15u;                    /* q, k, v, the output */
-    case LT_OP_MAX: case LT_OP_MIN: return 9u;
+    case LT_OP_MAX: case LT_OP_MIN: case LT_OP_STD: return 9u;
+    case LT_OP_VAR: return 1u;
     case LT_OP_EXP: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID:
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX:
         return 8u;

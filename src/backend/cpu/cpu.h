@@ -61,7 +61,7 @@ size_t tile_scratch_bytes(const tprog *p);
 int cpu_reduce_ok(const gnode *y, const gnode *x);
 int cpu_softmax_ok(const gnode *y, const gnode *x);
 /* Runs it: 0 if done, -1 if the caller must fall back (no memory). */
-int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out);
+int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, const double *sc);
 int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 
 /* ---- kernels and fusion (fuse.c) ---- */

@@ -60,7 +60,7 @@ static void put(void *out, int dt, int64_t i, double v) {
 int cpu_reduce_ok(const gnode *y, const gnode *x) {
     form f;
     switch (y->op) {
-    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN:
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_VAR: case LT_OP_STD:
         return is_float(x->dtype) && y->dtype == x->dtype && x->numel > 0 && !canon(x, (uint64_t)y->ia[0], &f);
     case LT_OP_ARGMAX: case LT_OP_ARGMIN:
         return is_float(x->dtype) && y->dtype == LT_I64 && x->numel > 0;
@@ -210,7 +210,37 @@ static void argreduce(const rkern *k, const gnode *y, const gnode *x, const char
     }
 }
 
-int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out) {
+/* VAR/STD: two passes per output in double (the mean, then the squared
+ * deviations), outputs over the threads; the reference's formula. */
+static double at_(const char *x, int dt, int64_t i) {
+    return dt == LT_F32 ? (double)((const float *)(const void *)x)[i] : ((const double *)(const void *)x)[i];
+}
+static void var(const gnode *y, const gnode *x, const char *xp, const form *f, void *out, double corr) {
+    int64_t no = f->k0 * f->k1, cnt = f->r1 * f->l;
+    double div = fmax(0.0, (double)cnt - corr);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (no * cnt >= PAR_MIN)
+#endif
+    for (int64_t o = 0; o < no; o++) {
+        int64_t a = o / f->k1, c = o % f->k1;
+        double m = 0, s = 0;
+        for (int64_t r = 0; r < f->r1; r++) {
+            int64_t row = ((a * f->r1 + r) * f->k1 + c) * f->l;
+            for (int64_t j = 0; j < f->l; j++) m += at_(xp, x->dtype, row + j);
+        }
+        m /= (double)cnt;
+        for (int64_t r = 0; r < f->r1; r++) {
+            int64_t row = ((a * f->r1 + r) * f->k1 + c) * f->l;
+            for (int64_t j = 0; j < f->l; j++) {
+                double d = at_(xp, x->dtype, row + j) - m;
+                s += d * d;
+            }
+        }
+        put(out, y->dtype, o, y->op == LT_OP_STD ? sqrt(s / div) : s / div);
+    }
+}
+
+int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, const double *sc) {
     if (y->op == LT_OP_SOFTMAX || y->op == LT_OP_LOG_SOFTMAX) return cpu_softmax_run(y, x, in, out);
     const rkern *k = cpu_rkern(x->dtype);
     size_t es = x->dtype == LT_F32 ? 4 : 8;
@@ -220,6 +250,10 @@ int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out) {
     }
     form f;
     if (canon(x, (uint64_t)y->ia[0], &f)) return -1;
+    if (y->op == LT_OP_VAR || y->op == LT_OP_STD) {
+        var(y, x, in, &f, out, sc[0]);
+        return 0;
+    }
     double s = sign_of(y->op);
     if (f.l == 1 && f.k1 > 1) return cols(k, y, in, es, &f, out, s);
     return rows(k, y, in, es, &f, out, s);

@@ -105,7 +105,8 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
         ref_elementwise(y, in, sc, out);
         break;
     case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_ARGMAX: case LT_OP_ARGMIN:
-        ref_reduce(y, in, out);
+    case LT_OP_VAR: case LT_OP_STD:
+        ref_reduce(y, in, sc, out);
         break;
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: ref_softmax(y, in, out); break;
     case LT_OP_MATMUL: ref_matmul(y, in, out); break;
