@@ -239,6 +239,9 @@ lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim);
  * axes divided by max(0, N - correction) (1: Bessel's, torch's default). */
 lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
 lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+/* Cumulative sum along dim (reverse: from the last element back, the
+ * backward's form); integers and bool give LT_I64, as torch's. */
+lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse);
 lt_tensor *lt_argmax(lt_tensor *a, int dim, bool keepdim);  /* LT_I64, first maximum */
 lt_tensor *lt_argmin(lt_tensor *a, int dim, bool keepdim);
 lt_tensor *lt_softmax(lt_tensor *a, int dim);

@@ -294,6 +294,7 @@ static lt_tensor *make_reduce(void *p) {
     case LT_OP_MEAN: return lt_mean(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_MAX: return lt_max(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_MIN: return lt_min(r->x, r->naxes, r->axes, r->keep);
+    case LT_OP_CUMSUM: return lt_cumsum(r->x, r->axes[0], r->keep);
     case LT_OP_VAR: return lt_var(r->x, r->naxes, r->axes, g_corr, r->keep);
     case LT_OP_STD: return lt_std(r->x, r->naxes, r->axes, g_corr, r->keep);
     case LT_OP_ARGMAX: return lt_argmax(r->x, r->axes[0], r->keep);
@@ -1680,6 +1681,37 @@ TEST(var_std) {
     g_bf16 = 0;
 }
 
+/* CUMSUM along each dim, both directions, long runs and wide blocks, every
+ * dtype, and the bfloat16 pass. */
+TEST(cumsum) {
+    for (int bf = 0; bf < 2; bf++) {
+        g_bf16 = bf;
+        char what[96];
+        int64_t big[2][3] = {{3, 2000, 5}, {2, 7, 3000}};
+        for (int c = 0; c < 2; c++)
+            for (int dim = 0; dim < 3; dim++) {
+                rctx r = {LT_OP_CUMSUM, 1, {dim}, c, rand_tensor(LT_F32, 3, big[c], 0), NULL};
+                snprintf(what, sizeof what, "CUMSUM big %d dim %d%s", c, dim, bf ? " bf16" : "");
+                differential(what, LT_OP_CUMSUM, make_reduce, &r, 1e-5);
+                lt_free(r.x);
+            }
+        for (int trial = 0; trial < 30; trial++) {
+            int64_t s[LT_MAX_DIMS];
+            int nd = rand_shape(s);
+            rctx r = {LT_OP_CUMSUM, 1, {nd ? rint_(nd) : 0}, rint_(2), rand_tensor((lt_dtype)rint_(NDT), nd, s, 0), NULL};
+            if (rint_(3) == 0 && nd >= 2) {
+                lt_tensor *v = noncontig(r.x);
+                lt_free(r.x);
+                r.x = v;
+            }
+            snprintf(what, sizeof what, "CUMSUM trial %d%s", trial, bf ? " bf16" : "");
+            differential(what, LT_OP_CUMSUM, make_reduce, &r, 1e-5);
+            lt_free(r.x);
+        }
+    }
+    g_bf16 = 0;
+}
+
 TEST(coverage) {
     for (int op = 1; op < LT_OP_COUNT; op++) {
         if (!covered[op]) h_fail(__FILE__, __LINE__, "op %s never compared", g_ops[op].name);
@@ -1705,6 +1737,7 @@ int main(void) {
     RUN(every_op_bf16);
     RUN(bf16_weight_grad_split);
     RUN(var_std);
+    RUN(cumsum);
     RUN(coverage);
     return h_report();
 }

@@ -212,6 +212,22 @@ TEST(var_std) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }
 
+TEST(cumsum) {
+    lt_tensor *x = lt_from_data((double[]){1, 2, 3, 4, 5, 6}, LT_F64, 2, (int64_t[]){2, 3});
+    lt_tensor *c1 = lt_cumsum(x, 1, false), *c0 = lt_cumsum(x, -2, false), *r = lt_cumsum(x, 1, true);
+    EXPECT_VALUES(c1, 0, 1, 3, 6, 4, 9, 15);
+    EXPECT_VALUES(c0, 0, 1, 2, 3, 5, 7, 9);
+    EXPECT_VALUES(r, 0, 6, 5, 3, 15, 11, 6);
+    uint8_t bv[4] = {1, 1, 0, 1};
+    lt_tensor *b = lt_from_data(bv, LT_BOOL, 1, (int64_t[]){4}), *cb = lt_cumsum(b, 0, false);
+    CHECK(lt_dtype_of(cb) == LT_I64); /* torch: integers and bool give int64 */
+    EXPECT_VALUES(cb, 0, 1, 2, 2, 3);
+    CHECK(!lt_cumsum(x, 2, false));
+    CHECK_ERR(LT_ERR_ARG);
+    lt_tensor *all[] = {x, c1, c0, r, b, cb};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
 int main(void) {
     RUN(add_scaled);
     RUN(integral_scalars_keep_integer_dtypes);
@@ -222,5 +238,6 @@ int main(void) {
     RUN(lerp_tensor_weight);
     RUN(bitwise_ops);
     RUN(var_std);
+    RUN(cumsum);
     return h_report();
 }

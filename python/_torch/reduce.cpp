@@ -1,8 +1,7 @@
 // Reductions and softmax: sum, mean, amax/amin, max/min (all and .dim),
 // argmax/argmin, _softmax / _log_softmax and their backward ops, each with
 // the .out form torch's composite code calls; var/std (and var_mean /
-// std_mean: the core's VAR or STD and MEAN). cumsum has no core op: it
-// falls back.
+// std_mean: the core's VAR or STD and MEAN); cumsum.
 #include "bridge.h"
 
 namespace ltt {
@@ -120,6 +119,26 @@ std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor &self, at::Optional
                                             c10::optional<int64_t> correction, bool keepdim) {
     at::Tensor s = wrap(var_h(true, self, dim, correction, keepdim, "std_mean"), "std_mean");
     return {s, wrap(mean_h(self, dim, keepdim, c10::nullopt, "std_mean"), "std_mean")};
+}
+
+// cumsum: with dtype the input is cast first, as torch does; integers and
+// bool give int64.
+lt_tensor *cumsum_h(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, const char *op) {
+    Val v(self, op);
+    Own cast(nullptr);
+    lt_tensor *x = dtype.has_value() ? as_type(v, self, *dtype, op, cast) : v.get();
+    return check(lt_cumsum(x, dim_of(dim, self.dim(), op), false), op);
+}
+at::Tensor cumsum(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype) {
+    return wrap(cumsum_h(self, dim, dtype, "cumsum"), "cumsum");
+}
+at::Tensor &cumsum_(at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype) {
+    Own h(cumsum_h(self, dim, dtype, "cumsum_"));
+    assign(self, h, "cumsum_");
+    return self;
+}
+at::Tensor &cumsum_out(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, at::Tensor &out) {
+    return out_of(out, cumsum_h(self, dim, dtype, "cumsum.out"), "cumsum.out");
 }
 
 // amax / amin / max() / min(): the core's MAX and MIN (NaN propagates).
@@ -301,6 +320,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("std.correction_out", TORCH_FN(std_out));
     m.impl("var_mean.correction", TORCH_FN(var_mean));
     m.impl("std_mean.correction", TORCH_FN(std_mean));
+    m.impl("cumsum", TORCH_FN(cumsum));
+    m.impl("cumsum_", TORCH_FN(cumsum_));
+    m.impl("cumsum.out", TORCH_FN(cumsum_out));
     m.impl("amax", TORCH_FN(amax));
     m.impl("amin", TORCH_FN(amin));
     m.impl("amax.out", TORCH_FN(amax_out));

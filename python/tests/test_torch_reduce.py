@@ -17,7 +17,7 @@ DEV = ltt.device()
 OURS = {
     "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "_softmax", "_log_softmax",
     "_softmax_backward_data", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward", "mse_loss",
-    "mse_loss_backward", "var", "std", "var_mean", "std_mean",
+    "mse_loss_backward", "var", "std", "var_mean", "std_mean", "cumsum", "cumsum_",
 }
 
 
@@ -295,6 +295,27 @@ def test_var_std(dtype):
     (torch.std(xg, 1).sum() + torch.var(xg, (0, 2)).sum()).backward()
     (torch.std(dg, 1).sum() + torch.var(dg, (0, 2)).sum()).backward()
     same(dg.grad, xg.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_cumsum(dtype):
+    x = sample(dtype, (3, 4, 5), 5)
+    d = x.to(DEV)
+    for xv, dv in zip(views(x), views(d)):
+        for dim in (0, 1, -1):
+            same(torch.cumsum(dv, dim), torch.cumsum(xv, dim))
+    same(torch.cumsum(d, 1, dtype=torch.float64), torch.cumsum(x, 1, dtype=torch.float64))
+    same(torch.cumsum(d[0, 0, 0], 0), torch.cumsum(x[0, 0, 0], 0))  # 0-d
+    same(torch.cumsum(d, 2, out=torch.empty(0, dtype=torch.cumsum(x, 2).dtype).to(DEV)), torch.cumsum(x, 2))
+    if dtype.is_floating_point:
+        y, dy = x.clone(), d.clone()
+        y.cumsum_(1)
+        dy.cumsum_(1)
+        same(dy, y)
+        xg, dg = x.clone().requires_grad_(), d.clone().requires_grad_()
+        (torch.cumsum(xg, 1) * torch.arange(4.0).to(dtype).view(4, 1)).sum().backward()
+        (torch.cumsum(dg, 1) * torch.arange(4.0).to(dtype).view(4, 1).to(DEV)).sum().backward()
+        same(dg.grad, xg.grad)
 
 
 def test_batch_statistics_without_batchnorm():

@@ -83,6 +83,26 @@ lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, b
     return reduce("lt_std", LT_OP_STD, a, naxes, axes, keepdim, correction);
 }
 
+lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse) {
+    API_ENTER();
+    if (api_check("lt_cumsum", "a", a)) return NULL;
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0)
+        return err_set(LT_ERR_ARG, "lt_cumsum: argument 'dim' = %d is out of range for a %d-d tensor", dim, a->ndim);
+    lt_dtype od = dtype_is_float((lt_dtype)a->dtype) ? (lt_dtype)a->dtype : LT_I64;
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[2] = {a->ndim ? d : 0, reverse};
+    ir_node *n = ir_new(LT_OP_CUMSUM, od, a->ndim, a->shape, 1, &v, 2, ia, 0, NULL);
+    lt_tensor *t = finish("lt_cumsum", n);
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
+    API_LEAVE("lt_cumsum", t);
+    return t;
+}
+
 static lt_tensor *argreduce(const char *fn, int op, lt_tensor *a, int dim, bool keepdim) {
     API_ENTER();
     if (api_check(fn, "a", a)) return NULL;

@@ -55,6 +55,12 @@ int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     return 0;
 }
 
+/* cumsum's gradient: the cumulative sum of g from the other end. */
+int ag_bw_cumsum(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    gi[0] = lt_cumsum(g, (int)f->ia[0], !f->ia[1]);
+    return 0;
+}
+
 int ag_bw_softmax(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     int dim = (int)f->ia[0]; /* the formulas are the front ends' too (api/reduce.c) */
     gi[0] = f->op == LT_OP_SOFTMAX ? lt_softmax_backward(g, OUT, dim) : lt_log_softmax_backward(g, OUT, dim);

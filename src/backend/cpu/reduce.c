@@ -258,3 +258,27 @@ int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, co
     if (f.l == 1 && f.k1 > 1) return cols(k, y, in, es, &f, out, s);
     return rows(k, y, in, es, &f, out, s);
 }
+
+/* CUMSUM (x viewed as (outer, n, inner)): a block of up to CB columns runs
+ * down the n rows with double accumulators (the reference's sums), blocks
+ * over the threads. */
+int cpu_cumsum_run(const gnode *y, const gnode *x, const float *in, float *out) {
+    int d = x->ndim ? (int)y->ia[0] : 0;
+    int64_t outer = 1, n = x->ndim ? x->shape[d] : 1, inner = 1, nb;
+    for (int i = 0; i < d; i++) outer *= x->shape[i];
+    for (int i = d + 1; i < x->ndim; i++) inner *= x->shape[i];
+    nb = (inner + CB - 1) / CB;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (x->numel >= PAR_MIN)
+#endif
+    for (int64_t q = 0; q < outer * nb; q++) {
+        int64_t o = q / nb, c0 = q % nb * CB, m = inner - c0 < CB ? inner - c0 : CB;
+        double acc[CB];
+        for (int64_t i = 0; i < m; i++) acc[i] = 0;
+        for (int64_t k = 0; k < n; k++) {
+            size_t at = (size_t)((o * n + (y->ia[1] ? n - 1 - k : k)) * inner + c0);
+            for (int64_t i = 0; i < m; i++) out[at + (size_t)i] = (float)(acc[i] += in[at + (size_t)i]);
+        }
+    }
+    return 0;
+}

@@ -109,6 +109,7 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
         ref_reduce(y, in, sc, out);
         break;
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: ref_softmax(y, in, out); break;
+    case LT_OP_CUMSUM: ref_cumsum(y, in, out); break;
     case LT_OP_MATMUL: ref_matmul(y, in, out); break;
     case LT_OP_CAT: ref_cat(y, in, out); break;
     case LT_OP_AS_STRIDED: ref_as_strided(y, in, out); break;

@@ -130,6 +130,7 @@ int ref_scratch_reserve(const exec_graph *g);
 double *ref_scratch(int64_t n);
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out);
 void ref_reduce(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_cumsum(const gnode *y, const ref_arg *in, void *out);
 void ref_softmax(const gnode *y, const ref_arg *in, void *out);
 void ref_matmul(const gnode *y, const ref_arg *in, void *out);
 void ref_cat(const gnode *y, const ref_arg *in, void *out);

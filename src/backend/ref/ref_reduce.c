@@ -81,6 +81,25 @@ void ref_reduce(const gnode *y, const ref_arg *in, const double *sc, void *out) 
     }
 }
 
+/* ia: [dim, reverse]. Floats in double, integers in int64 (wrapping). */
+void ref_cumsum(const gnode *y, const ref_arg *in, void *out) {
+    const ref_arg *a = &in[0];
+    int dim = (int)y->ia[0], fl = dtype_is_float(a->dtype);
+    int64_t outer = 1, inner = 1, n = a->ndim ? a->shape[dim] : 1;
+    for (int d = 0; d < dim; d++) outer *= a->shape[d];
+    for (int d = dim + 1; d < a->ndim; d++) inner *= a->shape[d];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double f = 0;
+            uint64_t s = 0;
+            for (int64_t k = 0; k < n; k++) {
+                int64_t at = o * n * inner + (y->ia[1] ? n - 1 - k : k) * inner + i;
+                if (fl) st_f(out, (lt_dtype)y->dtype, at, f += ld_f(a->data, a->dtype, at));
+                else st_i(out, (lt_dtype)y->dtype, at, (int64_t)(s += (uint64_t)ld_i(a->data, a->dtype, at)));
+            }
+        }
+}
+
 /* ia: [dim]. Max-subtracted, in double. */
 void ref_softmax(const gnode *y, const ref_arg *in, void *out) {
     const ref_arg *a = &in[0];
