@@ -251,6 +251,7 @@ lt_tensor *lt_log_softmax(lt_tensor *a, int dim);
 lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);   /* torch.matmul rules, batched broadcasting */
 lt_tensor *lt_cat(int n, lt_tensor *const *tensors, int dim);
 lt_tensor *lt_clone(lt_tensor *a);                  /* independent copy */
+lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims); /* reversed along dims: a copy */
 lt_tensor *lt_contiguous(lt_tensor *a);             /* independent copy */
 
 /* ---- views: new handles that ALIAS a's storage ------------------------------ */

@@ -60,6 +60,7 @@ F(f_mean_1, lt_mean(x[0], 1, (int[]){-1}, false))
 F(f_mean_all, lt_mean(x[0], 0, NULL, false))
 F(f_cumsum_1, lt_cumsum(x[0], 1, false))
 F(f_cumsum_rev, lt_cumsum(x[0], -1, true))
+F(f_flip, lt_flip(x[0], 2, (int[]){0, -1}))
 F(f_var_1, lt_var(x[0], 1, (int[]){1}, 1.0, false))
 F(f_var_all, lt_var(x[0], 0, NULL, 0.0, true))
 F(f_std_02k, lt_std(x[0], 2, (int[]){0, 2}, 1.0, true))
@@ -291,6 +292,7 @@ static const gc_case cases[] = {
     {"mean all", f_mean_all, 1, {2}, {{3, 4}}, -1, 1},
     {"cumsum", f_cumsum_1, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"cumsum reverse", f_cumsum_rev, 1, {2}, {{3, 4}}, -1, 1},
+    {"flip", f_flip, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"var dim", f_var_1, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"var all", f_var_all, 1, {2}, {{3, 4}}, -1, 1},
     {"std dims keepdim", f_std_02k, 1, {3}, {{2, 3, 4}}, -1, 1},

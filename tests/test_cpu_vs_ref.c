@@ -295,6 +295,7 @@ static lt_tensor *make_reduce(void *p) {
     case LT_OP_MAX: return lt_max(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_MIN: return lt_min(r->x, r->naxes, r->axes, r->keep);
     case LT_OP_CUMSUM: return lt_cumsum(r->x, r->axes[0], r->keep);
+    case LT_OP_FLIP: return lt_flip(r->x, r->naxes, r->axes);
     case LT_OP_VAR: return lt_var(r->x, r->naxes, r->axes, g_corr, r->keep);
     case LT_OP_STD: return lt_std(r->x, r->naxes, r->axes, g_corr, r->keep);
     case LT_OP_ARGMAX: return lt_argmax(r->x, r->axes[0], r->keep);
@@ -1712,6 +1713,32 @@ TEST(cumsum) {
     g_bf16 = 0;
 }
 
+/* FLIP over random dim subsets, every dtype, views, the bfloat16 pass. */
+TEST(flip) {
+    char what[96];
+    for (int trial = 0; trial < 60; trial++) {
+        g_bf16 = trial >= 30;
+        int64_t s[LT_MAX_DIMS];
+        int nd = rand_shape(s);
+        rctx r = {LT_OP_FLIP, 0, {0}, 0, rand_tensor((lt_dtype)rint_(NDT), nd, s, 0), NULL};
+        for (int d = 0; d < nd; d++)
+            if (rint_(2)) r.axes[r.naxes++] = d;
+        if (rint_(3) == 0 && nd >= 2) {
+            lt_tensor *v = noncontig(r.x);
+            lt_free(r.x);
+            r.x = v;
+        }
+        snprintf(what, sizeof what, "FLIP trial %d", trial);
+        differential(what, LT_OP_FLIP, make_reduce, &r, 0);
+        lt_free(r.x);
+    }
+    int64_t big[3] = {40, 30, 70};
+    rctx r = {LT_OP_FLIP, 2, {0, 2}, 0, rand_tensor(LT_F32, 3, big, 0), NULL};
+    differential("FLIP big", LT_OP_FLIP, make_reduce, &r, 0);
+    lt_free(r.x);
+    g_bf16 = 0;
+}
+
 TEST(coverage) {
     for (int op = 1; op < LT_OP_COUNT; op++) {
         if (!covered[op]) h_fail(__FILE__, __LINE__, "op %s never compared", g_ops[op].name);
@@ -1738,6 +1765,7 @@ int main(void) {
     RUN(bf16_weight_grad_split);
     RUN(var_std);
     RUN(cumsum);
+    RUN(flip);
     RUN(coverage);
     return h_report();
 }

@@ -224,6 +224,12 @@ TEST(cumsum) {
     EXPECT_VALUES(cb, 0, 1, 2, 2, 3);
     CHECK(!lt_cumsum(x, 2, false));
     CHECK_ERR(LT_ERR_ARG);
+    lt_tensor *f = lt_flip(x, 2, (int[]){0, 1}), *f1 = lt_flip(x, 1, (int[]){-1});
+    EXPECT_VALUES(f, 0, 6, 5, 4, 3, 2, 1);
+    EXPECT_VALUES(f1, 0, 3, 2, 1, 6, 5, 4);
+    CHECK(!lt_flip(x, 2, (int[]){1, -1}));
+    CHECK_ERR(LT_ERR_ARG);
+    lt_free(f), lt_free(f1);
     lt_tensor *all[] = {x, c1, c0, r, b, cb};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }

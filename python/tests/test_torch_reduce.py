@@ -17,7 +17,7 @@ DEV = ltt.device()
 OURS = {
     "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "_softmax", "_log_softmax",
     "_softmax_backward_data", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward", "mse_loss",
-    "mse_loss_backward", "var", "std", "var_mean", "std_mean", "cumsum", "cumsum_",
+    "mse_loss_backward", "var", "std", "var_mean", "std_mean", "cumsum", "cumsum_", "flip",
 }
 
 

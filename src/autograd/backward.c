@@ -166,6 +166,7 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         return ag_bw_reduce(f, g, gi);
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: return ag_bw_softmax(f, g, gi);
     case LT_OP_CUMSUM: return ag_bw_cumsum(f, g, gi);
+    case LT_OP_FLIP: return ag_bw_flip(f, g, gi);
     case LT_OP_MATMUL: return ag_bw_matmul(f, g, gi);
     case LT_OP_CAT: return ag_bw_cat(f, g, gi);
     case LT_OP_AS_STRIDED: return ag_bw_strided(f, g, gi);

@@ -55,6 +55,14 @@ int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     return 0;
 }
 
+/* flip's gradient: g flipped back. */
+int ag_bw_flip(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    int dims[LT_MAX_DIMS];
+    int n = mask_axes((uint64_t)f->ia[0], g->ndim, dims);
+    gi[0] = lt_flip(g, n, dims);
+    return 0;
+}
+
 /* cumsum's gradient: the cumulative sum of g from the other end. */
 int ag_bw_cumsum(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     gi[0] = lt_cumsum(g, (int)f->ia[0], !f->ia[1]);

@@ -65,6 +65,8 @@ int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, co
 int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
 /* CUMSUM of float32 (cpu_nn_run's ops): 0, done. */
 int cpu_cumsum_run(const gnode *y, const gnode *x, const float *in, float *out);
+/* FLIP of float32: 0, done. */
+int cpu_flip_run(const gnode *y, const float *in, float *out);
 
 /* ---- kernels and fusion (fuse.c) ---- */
 /* K_BN_BWD: a batch-statistics BN_BWD_INPUT (node) and the BN_BWD_PARAMS

@@ -282,3 +282,33 @@ int cpu_cumsum_run(const gnode *y, const gnode *x, const float *in, float *out) 
     }
     return 0;
 }
+
+/* FLIP: one output row (the last dim) at a time, copied from its mirrored
+ * source row, reversed when the last dim flips; rows over the threads. */
+int cpu_flip_run(const gnode *y, const float *in, float *out) {
+    if (y->ndim == 0 || y->numel == 0) {
+        if (y->numel) out[0] = in[0];
+        return 0;
+    }
+    int last = y->ndim - 1, rev = (int)((y->ia[0] >> last) & 1);
+    int64_t n = y->shape[last], rows = y->numel / n;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (y->numel >= PAR_MIN)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t src = 0, rem = r, mul = 1;
+        for (int d = last - 1; d >= 0; d--) { /* r's coordinates, mirrored where flipped */
+            int64_t c = rem % y->shape[d];
+            rem /= y->shape[d];
+            src += ((y->ia[0] >> d) & 1 ? y->shape[d] - 1 - c : c) * mul;
+            mul *= y->shape[d];
+        }
+        const float *s = in + src * n;
+        float *o = out + r * n;
+        if (rev)
+            for (int64_t k = 0; k < n; k++) o[k] = s[n - 1 - k];
+        else
+            memcpy(o, s, (size_t)n * sizeof *o);
+    }
+    return 0;
+}

@@ -112,6 +112,7 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_CUMSUM: ref_cumsum(y, in, out); break;
     case LT_OP_MATMUL: ref_matmul(y, in, out); break;
     case LT_OP_CAT: ref_cat(y, in, out); break;
+    case LT_OP_FLIP: ref_flip(y, in, out); break;
     case LT_OP_AS_STRIDED: ref_as_strided(y, in, out); break;
     case LT_OP_AS_STRIDED_SCATTER: ref_as_strided_scatter(y, in, out); break;
     case LT_OP_AS_STRIDED_BACKWARD: ref_as_strided_backward(y, in, out); break;

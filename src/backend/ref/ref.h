@@ -134,6 +134,7 @@ void ref_cumsum(const gnode *y, const ref_arg *in, void *out);
 void ref_softmax(const gnode *y, const ref_arg *in, void *out);
 void ref_matmul(const gnode *y, const ref_arg *in, void *out);
 void ref_cat(const gnode *y, const ref_arg *in, void *out);
+void ref_flip(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_backward(const gnode *y, const ref_arg *in, void *out); /* ref_grad.c */
