@@ -91,13 +91,6 @@ static lt_tensor *scalar_node(const c10::Scalar &s, const at::Tensor &like, cons
     return check(lt_full(num(s), d, 0, nullptr), op);
 }
 
-struct Owned {  // a handle freed at the end of a kernel
-    lt_tensor *h;
-    explicit Owned(lt_tensor *x) : h(x) {}
-    ~Owned() { lt_free(h); }
-    operator lt_tensor *() const { return h; }
-};
-
 // torch's alpha rules (add/sub): an integral result takes an integral alpha, bool a bool one.
 static void check_alpha(const at::Tensor &self, const at::Tensor &other, const c10::Scalar &alpha, const char *op) {
     c10::ScalarType r = at::result_type(self, other);
@@ -187,7 +180,7 @@ static at::Tensor &sub_s_(at::Tensor &self, const c10::Scalar &other, const c10:
 // rsub: other - alpha self. A scalar other takes two nodes (-alpha self, + other).
 static lt_tensor *rsub_scalar(const at::Tensor &self, const c10::Scalar &other, const c10::Scalar &alpha, const char *op) {
     check_sub(other.isBoolean(), self.scalar_type() == at::kBool);
-    Owned m(mul_scalar(self, -alpha, op));
+    Own m(mul_scalar(self, -alpha, op));
     check(m, op);
     if (!is_float(self) && integral(other)) return lt_add_scalar_int(m, other.toLong());
     return lt_add_scalar(m, num(other));
@@ -239,7 +232,7 @@ static lt_tensor *div_h(const at::Tensor &self, const at::Tensor &other, const c
     c10::Scalar s;
     if (wrapped_scalar(other, s)) {
         Val a(self, op);
-        Owned b(scalar_node(s, self, op));
+        Own b(scalar_node(s, self, op));
         return lt_div(a, b);
     }
     Val a(self, op), b(other, op);
@@ -254,7 +247,7 @@ static at::Tensor &div_out(const at::Tensor &self, const at::Tensor &other, at::
 }
 static lt_tensor *div_scalar(const at::Tensor &self, const c10::Scalar &s, const char *op) {
     Val a(self, op);
-    Owned b(scalar_node(s, self, op));
+    Own b(scalar_node(s, self, op));
     return lt_div(a, b);
 }
 static at::Tensor div_s(const at::Tensor &self, const c10::Scalar &other) {
@@ -275,7 +268,7 @@ static lt_tensor *div_scalar_mode_h(const at::Tensor &self, const c10::Scalar &o
     if (!mode.has_value()) return div_scalar(self, other, op);
     bool trunc = trunc_mode(*mode, at::result_type(self, other));
     Val a(self, op);
-    Owned b(scalar_node(other, self, op));
+    Own b(scalar_node(other, self, op));
     return trunc ? lt_div_trunc(a, b) : lt_div_floor(a, b);
 }
 static lt_tensor *div_mode_h(const at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode,
@@ -341,7 +334,7 @@ static at::Tensor &pow_ts_out(const at::Tensor &self, const c10::Scalar &e, at::
     return write_out(out, pow_scalar(self, e, "pow.out"), "pow.out");
 }
 static at::Tensor pow_st(const c10::Scalar &base, const at::Tensor &e) {
-    Owned b(scalar_node(base, e, "pow"));
+    Own b(scalar_node(base, e, "pow"));
     Val x(e, "pow");
     return wrap(lt_pow(b, x), "pow");
 }
@@ -402,7 +395,7 @@ static lt_tensor *clamp_t_h(const at::Tensor &self, const c10::optional<at::Tens
     Val a(self, op), vl(lo, op), vh(hi, op);
     if (!h) return lt_maximum(a, vl);
     if (!l) return lt_minimum(a, vh);
-    Owned m(check(lt_maximum(a, vl), op));
+    Own m(check(lt_maximum(a, vl), op));
     return lt_minimum(m, vh);
 }
 static at::Tensor clamp_t(const at::Tensor &self, const c10::optional<at::Tensor> &lo,
@@ -588,7 +581,7 @@ static at::Tensor isnan(const at::Tensor &self) {
 static at::Tensor isinf(const at::Tensor &self) {
     Val a(self, "isinf");
     if (!is_float(self)) return wrap(lt_eq_scalar(a, INFINITY), "isinf");  // all false, in one node
-    Owned m(check(lt_abs(a), "isinf"));
+    Own m(check(lt_abs(a), "isinf"));
     return wrap(lt_eq_scalar(m, INFINITY), "isinf");
 }
 
@@ -636,20 +629,6 @@ static at::Tensor &masked_fill_t_(at::Tensor &self, const at::Tensor &mask, cons
 }
 
 // ---- unary math: the core's out-of-place and `_` forms ----------------------------------
-#define UNARY(name)                                                             \
-    static at::Tensor name(const at::Tensor &self) {                            \
-        Val a(self, #name);                                                     \
-        return wrap(lt_##name(a), #name);                                       \
-    }                                                                           \
-    static at::Tensor &name##_(at::Tensor &self) {                              \
-        Val a(self, #name "_");                                                 \
-        check(lt_##name##_(a), #name "_");                                      \
-        return self;                                                            \
-    }                                                                           \
-    static at::Tensor &name##_out(const at::Tensor &self, at::Tensor &out) {    \
-        Val a(self, #name ".out");                                              \
-        return write_out(out, lt_##name(a), #name ".out");                      \
-    }
 UNARY(neg)
 UNARY(exp)
 UNARY(log)
