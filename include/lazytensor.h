@@ -235,13 +235,6 @@ lt_tensor *lt_sum(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_mean(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_max(lt_tensor *a, int naxes, const int *axes, bool keepdim);
 lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim);
-/* Variance / standard deviation, floats only: sum((x - mean)^2) over the
- * axes divided by max(0, N - correction) (1: Bessel's, torch's default). */
-lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
-lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
-/* Cumulative sum along dim (reverse: from the last element back, the
- * backward's form); integers and bool give LT_I64, as torch's. */
-lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse);
 lt_tensor *lt_argmax(lt_tensor *a, int dim, bool keepdim);  /* LT_I64, first maximum */
 lt_tensor *lt_argmin(lt_tensor *a, int dim, bool keepdim);
 lt_tensor *lt_softmax(lt_tensor *a, int dim);
@@ -251,7 +244,6 @@ lt_tensor *lt_log_softmax(lt_tensor *a, int dim);
 lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);   /* torch.matmul rules, batched broadcasting */
 lt_tensor *lt_cat(int n, lt_tensor *const *tensors, int dim);
 lt_tensor *lt_clone(lt_tensor *a);                  /* independent copy */
-lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims); /* reversed along dims: a copy */
 lt_tensor *lt_contiguous(lt_tensor *a);             /* independent copy */
 
 /* ---- views: new handles that ALIAS a's storage ------------------------------ */
@@ -389,6 +381,15 @@ lt_tensor *lt_bitwise_xor_(lt_tensor *a, lt_tensor *b);
 lt_tensor *lt_bitwise_not_(lt_tensor *a);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
+/* Variance / standard deviation, floats only: sum((x - mean)^2) over the
+ * axes divided by max(0, N - correction) (1: Bessel's, torch's default). */
+lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+/* Cumulative sum along dim (reverse: from the last element back, the
+ * backward's form); integers and bool give LT_I64, as torch's. */
+lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse);
+/* Reversed along dims (a copy, as torch.flip; cumsum's backward in torch). */
+lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims);
 /* softmax / log_softmax backward from the forward's output (PyTorch's
  * _softmax_backward_data, _log_softmax_backward_data); one floating dtype. */
 lt_tensor *lt_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim);
