@@ -1,7 +1,9 @@
 /* The elementwise ops for front ends (lt_add_scaled, the integral-scalar
  * forms, scalar comparisons, masked_fill, sign, silu / hardswish /
- * hardsigmoid and the backward ops torch's autograd calls): values and
- * dtypes as PyTorch 1.13's CPU kernels give them, and their errors. The
+ * hardsigmoid and the backward ops torch's autograd calls, lerp with a
+ * tensor weight, bitwise ops) and the section's reductions and structure
+ * ops (var / std, cumsum, flip): values and dtypes as PyTorch 1.13's CPU
+ * kernels give them, and their errors. The
  * cpu backend is compared with the reference in test_cpu_vs_ref, the
  * gradients in test_autograd. */
 #include "lib/harness.h"
