@@ -365,8 +365,31 @@ lt_tensor *lt_gelu_backward(lt_tensor *g, lt_tensor *x, bool tanh_form);
  * 'floor'); integers stay integers, and divide by zero to 0 (torch raises). */
 lt_tensor *lt_div_trunc(lt_tensor *a, lt_tensor *b);
 lt_tensor *lt_div_floor(lt_tensor *a, lt_tensor *b);
+/* lerp with a tensor weight (broadcasting; a, b and weight share one
+ * floating dtype, as torch requires); the _ form returns a. */
+lt_tensor *lt_lerp_tensor(lt_tensor *a, lt_tensor *b, lt_tensor *weight);
+lt_tensor *lt_lerp_tensor_(lt_tensor *a, lt_tensor *b, lt_tensor *weight);
+/* Bitwise and, or, xor, not of integer and bool tensors (promoted as
+ * torch's; floats are an error); the _ forms return a. */
+lt_tensor *lt_bitwise_and(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_or(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_xor(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_not(lt_tensor *a);
+lt_tensor *lt_bitwise_and_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_or_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_xor_(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_bitwise_not_(lt_tensor *a);
 
 /* reductions, structure, matmul, indexing, softmax, losses */
+/* Variance / standard deviation, floats only: sum((x - mean)^2) over the
+ * axes divided by max(0, N - correction) (1: Bessel's, torch's default). */
+lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim);
+/* Cumulative sum along dim (reverse: from the last element back, the
+ * backward's form); integers and bool give LT_I64, as torch's. */
+lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse);
+/* Reversed along dims (a copy, as torch.flip; cumsum's backward in torch). */
+lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims);
 /* softmax / log_softmax backward from the forward's output (PyTorch's
  * _softmax_backward_data, _log_softmax_backward_data); one floating dtype. */
 lt_tensor *lt_softmax_backward(lt_tensor *grad_out, lt_tensor *out, int dim);

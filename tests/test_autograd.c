@@ -50,6 +50,7 @@ F(f_sigmoid, lt_sigmoid(x[0]))
 F(f_cast, lt_to_dtype(x[0], LT_F64))
 F(f_lerp, lt_lerp(x[0], x[1], 0.3))
 F(f_lerp_hi, lt_lerp(x[0], x[1], 0.8))
+F(f_lerp_tensor, lt_lerp_tensor(x[0], x[1], x[2]))
 F(f_addcmul, lt_addcmul(x[0], x[1], x[2], 0.7))
 F(f_addcdiv, lt_addcdiv(x[0], x[1], x[2], -1.3))
 F(f_sum_all, lt_sum(x[0], 0, NULL, false))
@@ -57,6 +58,13 @@ F(f_sum_1, lt_sum(x[0], 1, (int[]){1}, false))
 F(f_sum_02k, lt_sum(x[0], 2, (int[]){0, 2}, true))
 F(f_mean_1, lt_mean(x[0], 1, (int[]){-1}, false))
 F(f_mean_all, lt_mean(x[0], 0, NULL, false))
+F(f_cumsum_1, lt_cumsum(x[0], 1, false))
+F(f_cumsum_rev, lt_cumsum(x[0], -1, true))
+F(f_flip, lt_flip(x[0], 2, (int[]){0, -1}))
+F(f_var_1, lt_var(x[0], 1, (int[]){1}, 1.0, false))
+F(f_var_all, lt_var(x[0], 0, NULL, 0.0, true))
+F(f_std_02k, lt_std(x[0], 2, (int[]){0, 2}, 1.0, true))
+F(f_std_all, lt_std(x[0], 0, NULL, 2.0, false))
 F(f_max_1, lt_max(x[0], 1, (int[]){1}, false))
 F(f_max_02k, lt_max(x[0], 2, (int[]){0, 2}, true))
 F(f_min_all, lt_min(x[0], 0, NULL, false))
@@ -274,6 +282,7 @@ static const gc_case cases[] = {
     {"lerp", f_lerp, 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1},
     {"lerp w>0.5", f_lerp_hi, 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1},
     {"where", f_where, 2, {2, 1}, {{2, 3}, {3}}, -1, 1},
+    {"lerp tensor weight bcast", f_lerp_tensor, 3, {2, 1, 2}, {{2, 3}, {3}, {2, 3}}, -1, 1},
     {"addcmul", f_addcmul, 3, {2, 1, 2}, {{2, 3}, {3}, {2, 3}}, -1, 1},
     {"addcdiv", f_addcdiv, 3, {2, 2, 1}, {{2, 3}, {2, 3}, {3}}, 0.5, 2},
     {"sum all", f_sum_all, 1, {2}, {{2, 3}}, -1, 1},
@@ -281,6 +290,13 @@ static const gc_case cases[] = {
     {"sum keepdim", f_sum_02k, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"mean dim", f_mean_1, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"mean all", f_mean_all, 1, {2}, {{3, 4}}, -1, 1},
+    {"cumsum", f_cumsum_1, 1, {3}, {{2, 3, 4}}, -1, 1},
+    {"cumsum reverse", f_cumsum_rev, 1, {2}, {{3, 4}}, -1, 1},
+    {"flip", f_flip, 1, {3}, {{2, 3, 4}}, -1, 1},
+    {"var dim", f_var_1, 1, {3}, {{2, 3, 4}}, -1, 1},
+    {"var all", f_var_all, 1, {2}, {{3, 4}}, -1, 1},
+    {"std dims keepdim", f_std_02k, 1, {3}, {{2, 3, 4}}, -1, 1},
+    {"std all", f_std_all, 1, {2}, {{3, 4}}, -1, 1},
     {"max dim", f_max_1, 1, {3}, {{2, 3, 4}}, -1, 1},
     {"max keepdim", f_max_02k, 1, {3}, {{2, 3, 2}}, -1, 1},
     {"min all", f_min_all, 1, {2}, {{3, 4}}, -1, 1},

@@ -1,7 +1,9 @@
 /* The elementwise ops for front ends (lt_add_scaled, the integral-scalar
  * forms, scalar comparisons, masked_fill, sign, silu / hardswish /
- * hardsigmoid and the backward ops torch's autograd calls): values and
- * dtypes as PyTorch 1.13's CPU kernels give them, and their errors. The
+ * hardsigmoid and the backward ops torch's autograd calls, lerp with a
+ * tensor weight, bitwise ops) and the section's reductions and structure
+ * ops (var / std, cumsum, flip): values and dtypes as PyTorch 1.13's CPU
+ * kernels give them, and their errors. The
  * cpu backend is compared with the reference in test_cpu_vs_ref, the
  * gradients in test_autograd. */
 #include "lib/harness.h"
@@ -147,6 +149,93 @@ TEST(division_rounding_modes) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
 }
 
+TEST(lerp_tensor_weight) {
+    /* torch.lerp(a, b, w) with a tensor w (broadcast), and its dtype rule */
+    lt_tensor *a = f64v(4, (double[]){1, 2, 3, 4}), *b = f64v(4, (double[]){11, -2, 3, 0});
+    lt_tensor *w = f64v(4, (double[]){0.25, 0.75, 2, -0.5}), *w0 = lt_full(0.5, LT_F64, 0, NULL);
+    lt_tensor *r = lt_lerp_tensor(a, b, w), *r0 = lt_lerp_tensor(a, b, w0);
+    EXPECT_VALUES(r, 1e-15, 3.5, -1, 3, 6);
+    EXPECT_VALUES(r0, 1e-15, 6, 0, 3, 2);
+    CHECK(lt_lerp_tensor_(a, b, w) == a);
+    EXPECT_VALUES(a, 1e-15, 3.5, -1, 3, 6);
+    lt_tensor *f = lt_full(0.5, LT_F32, 0, NULL), *i = i64v(2, (int64_t[]){1, 2});
+    CHECK(!lt_lerp_tensor(a, b, f)); /* torch: expected dtype double for `weight` */
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_lerp_tensor(i, i, i));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {a, b, w, w0, r, r0, f, i};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(bitwise_ops) {
+    lt_tensor *a = i64v(4, (int64_t[]){12, -1, 5, 0}), *b = i64v(4, (int64_t[]){10, 7, -6, 3});
+    lt_tensor *x = lt_bitwise_and(a, b), *o = lt_bitwise_or(a, b), *e = lt_bitwise_xor(a, b), *n = lt_bitwise_not(a);
+    CHECK(lt_dtype_of(x) == LT_I64 && lt_dtype_of(n) == LT_I64);
+    EXPECT_VALUES(x, 0, 8, 7, 0, 0);
+    EXPECT_VALUES(o, 0, 14, -1, -1, 3);
+    EXPECT_VALUES(e, 0, 6, -8, -1, 3);
+    EXPECT_VALUES(n, 0, -13, 0, -6, -1);
+    uint8_t uv[3] = {5, 255, 0}, bv[3] = {1, 0, 1}, cv[3] = {1, 1, 0};
+    lt_tensor *u = lt_from_data(uv, LT_U8, 1, (int64_t[]){3}), *un = lt_bitwise_not(u);
+    CHECK(lt_dtype_of(un) == LT_U8);
+    EXPECT_VALUES(un, 0, 250, 0, 255);
+    lt_tensor *p = lt_from_data(bv, LT_BOOL, 1, (int64_t[]){3}), *q = lt_from_data(cv, LT_BOOL, 1, (int64_t[]){3});
+    lt_tensor *pn = lt_bitwise_not(p), *px = lt_bitwise_xor(p, q), *pu = lt_bitwise_or(p, u);
+    CHECK(lt_dtype_of(pn) == LT_BOOL && lt_dtype_of(px) == LT_BOOL && lt_dtype_of(pu) == LT_U8);
+    EXPECT_VALUES(pn, 0, 0, 1, 0); /* ~ of a bool is logical not */
+    EXPECT_VALUES(px, 0, 0, 1, 1);
+    EXPECT_VALUES(pu, 0, 5, 255, 1);
+    CHECK(lt_bitwise_and_(a, b) == a);
+    EXPECT_VALUES(a, 0, 8, 7, 0, 0);
+    lt_tensor *f = f64v(1, (double[]){1});
+    CHECK(!lt_bitwise_and(a, f)); /* torch: "bitwise_and_cpu" not implemented for 'Double' */
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_bitwise_not(f));
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {a, b, x, o, e, n, u, un, p, q, pn, px, pu, f};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(var_std) {
+    /* torch.var / torch.std with correction 1 (default), 0 and 2 */
+    lt_tensor *x = lt_from_data((double[]){1, 2, 3, 4, 10, 20, 30, 40}, LT_F64, 2, (int64_t[]){2, 4});
+    lt_tensor *v = lt_var(x, 1, (int[]){1}, 1, false), *v0 = lt_var(x, 1, (int[]){-1}, 0, true);
+    lt_tensor *s = lt_std(x, 0, NULL, 2, false), *one = lt_var(x, 1, (int[]){0}, 2, false);
+    EXPECT_SHAPE(v, 2);
+    EXPECT_SHAPE(v0, 2, 1);
+    EXPECT_VALUES(v, 1e-12, 5.0 / 3, 500.0 / 3);
+    EXPECT_VALUES(v0, 1e-12, 1.25, 125);
+    EXPECT_VALUES(s, 1e-12, sqrt(1517.5 / 6)); /* squares 1517.5 about the mean 13.75, dof 6 */
+    EXPECT_VALUES(one, 0, INFINITY, INFINITY, INFINITY, INFINITY); /* dof max(0, 2 - 2): x / 0 */
+    lt_tensor *i = i64v(2, (int64_t[]){1, 2});
+    CHECK(!lt_var(i, 0, NULL, 1, false)); /* torch: std and var only support floating point */
+    CHECK_ERR(LT_ERR_DTYPE);
+    lt_tensor *all[] = {x, v, v0, s, one, i};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
+TEST(cumsum) {
+    lt_tensor *x = lt_from_data((double[]){1, 2, 3, 4, 5, 6}, LT_F64, 2, (int64_t[]){2, 3});
+    lt_tensor *c1 = lt_cumsum(x, 1, false), *c0 = lt_cumsum(x, -2, false), *r = lt_cumsum(x, 1, true);
+    EXPECT_VALUES(c1, 0, 1, 3, 6, 4, 9, 15);
+    EXPECT_VALUES(c0, 0, 1, 2, 3, 5, 7, 9);
+    EXPECT_VALUES(r, 0, 6, 5, 3, 15, 11, 6);
+    uint8_t bv[4] = {1, 1, 0, 1};
+    lt_tensor *b = lt_from_data(bv, LT_BOOL, 1, (int64_t[]){4}), *cb = lt_cumsum(b, 0, false);
+    CHECK(lt_dtype_of(cb) == LT_I64); /* torch: integers and bool give int64 */
+    EXPECT_VALUES(cb, 0, 1, 2, 2, 3);
+    CHECK(!lt_cumsum(x, 2, false));
+    CHECK_ERR(LT_ERR_ARG);
+    lt_tensor *f = lt_flip(x, 2, (int[]){0, 1}), *f1 = lt_flip(x, 1, (int[]){-1});
+    EXPECT_VALUES(f, 0, 6, 5, 4, 3, 2, 1);
+    EXPECT_VALUES(f1, 0, 3, 2, 1, 6, 5, 4);
+    CHECK(!lt_flip(x, 2, (int[]){1, -1}));
+    CHECK_ERR(LT_ERR_ARG);
+    lt_free(f), lt_free(f1);
+    lt_tensor *all[] = {x, c1, c0, r, b, cb};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) lt_free(all[k]);
+}
+
 int main(void) {
     RUN(add_scaled);
     RUN(integral_scalars_keep_integer_dtypes);
@@ -154,5 +243,9 @@ int main(void) {
     RUN(masked_fill_and_sign);
     RUN(activations_and_backward_ops);
     RUN(division_rounding_modes);
+    RUN(lerp_tensor_weight);
+    RUN(bitwise_ops);
+    RUN(var_std);
+    RUN(cumsum);
     return h_report();
 }

@@ -55,20 +55,6 @@ static at::Tensor hardtanh_backward(const at::Tensor &g, const at::Tensor &self,
 }
 
 // sigmoid / tanh: the core's forms; their backward reads the forward's output.
-#define UNARY(name)                                                             \
-    static at::Tensor name(const at::Tensor &self) {                            \
-        Val a(self, #name);                                                     \
-        return wrap(lt_##name(a), #name);                                       \
-    }                                                                           \
-    static at::Tensor &name##_(at::Tensor &self) {                              \
-        Val a(self, #name "_");                                                 \
-        check(lt_##name##_(a), #name "_");                                      \
-        return self;                                                            \
-    }                                                                           \
-    static at::Tensor &name##_out(const at::Tensor &self, at::Tensor &out) {    \
-        Val a(self, #name ".out");                                              \
-        return write_out(out, lt_##name(a), #name ".out");                      \
-    }
 UNARY(sigmoid)
 UNARY(tanh)
 

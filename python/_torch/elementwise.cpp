@@ -8,8 +8,6 @@
 // with integer scalars keep their dtype (lt_*_int), as torch's do.
 #include "elementwise.h"
 
-#include <ATen/ops/bitwise_and_ops.h>
-#include <ATen/ops/bitwise_or_ops.h>
 
 #include <cmath>
 
@@ -92,13 +90,6 @@ static lt_tensor *scalar_node(const c10::Scalar &s, const at::Tensor &like, cons
     else d = is_float(like) ? lt_type(like.scalar_type(), op) : lt_type(c10::typeMetaToScalarType(c10::get_default_dtype()), op);
     return check(lt_full(num(s), d, 0, nullptr), op);
 }
-
-struct Owned {  // a handle freed at the end of a kernel
-    lt_tensor *h;
-    explicit Owned(lt_tensor *x) : h(x) {}
-    ~Owned() { lt_free(h); }
-    operator lt_tensor *() const { return h; }
-};
 
 // torch's alpha rules (add/sub): an integral result takes an integral alpha, bool a bool one.
 static void check_alpha(const at::Tensor &self, const at::Tensor &other, const c10::Scalar &alpha, const char *op) {
@@ -189,7 +180,7 @@ static at::Tensor &sub_s_(at::Tensor &self, const c10::Scalar &other, const c10:
 // rsub: other - alpha self. A scalar other takes two nodes (-alpha self, + other).
 static lt_tensor *rsub_scalar(const at::Tensor &self, const c10::Scalar &other, const c10::Scalar &alpha, const char *op) {
     check_sub(other.isBoolean(), self.scalar_type() == at::kBool);
-    Owned m(mul_scalar(self, -alpha, op));
+    Own m(mul_scalar(self, -alpha, op));
     check(m, op);
     if (!is_float(self) && integral(other)) return lt_add_scalar_int(m, other.toLong());
     return lt_add_scalar(m, num(other));
@@ -241,7 +232,7 @@ static lt_tensor *div_h(const at::Tensor &self, const at::Tensor &other, const c
     c10::Scalar s;
     if (wrapped_scalar(other, s)) {
         Val a(self, op);
-        Owned b(scalar_node(s, self, op));
+        Own b(scalar_node(s, self, op));
         return lt_div(a, b);
     }
     Val a(self, op), b(other, op);
@@ -256,7 +247,7 @@ static at::Tensor &div_out(const at::Tensor &self, const at::Tensor &other, at::
 }
 static lt_tensor *div_scalar(const at::Tensor &self, const c10::Scalar &s, const char *op) {
     Val a(self, op);
-    Owned b(scalar_node(s, self, op));
+    Own b(scalar_node(s, self, op));
     return lt_div(a, b);
 }
 static at::Tensor div_s(const at::Tensor &self, const c10::Scalar &other) {
@@ -277,7 +268,7 @@ static lt_tensor *div_scalar_mode_h(const at::Tensor &self, const c10::Scalar &o
     if (!mode.has_value()) return div_scalar(self, other, op);
     bool trunc = trunc_mode(*mode, at::result_type(self, other));
     Val a(self, op);
-    Owned b(scalar_node(other, self, op));
+    Own b(scalar_node(other, self, op));
     return trunc ? lt_div_trunc(a, b) : lt_div_floor(a, b);
 }
 static lt_tensor *div_mode_h(const at::Tensor &self, const at::Tensor &other, c10::optional<c10::string_view> mode,
@@ -343,7 +334,7 @@ static at::Tensor &pow_ts_out(const at::Tensor &self, const c10::Scalar &e, at::
     return write_out(out, pow_scalar(self, e, "pow.out"), "pow.out");
 }
 static at::Tensor pow_st(const c10::Scalar &base, const at::Tensor &e) {
-    Owned b(scalar_node(base, e, "pow"));
+    Own b(scalar_node(base, e, "pow"));
     Val x(e, "pow");
     return wrap(lt_pow(b, x), "pow");
 }
@@ -404,7 +395,7 @@ static lt_tensor *clamp_t_h(const at::Tensor &self, const c10::optional<at::Tens
     Val a(self, op), vl(lo, op), vh(hi, op);
     if (!h) return lt_maximum(a, vl);
     if (!l) return lt_minimum(a, vh);
-    Owned m(check(lt_maximum(a, vl), op));
+    Own m(check(lt_maximum(a, vl), op));
     return lt_minimum(m, vh);
 }
 static at::Tensor clamp_t(const at::Tensor &self, const c10::optional<at::Tensor> &lo,
@@ -443,6 +434,21 @@ static at::Tensor &lerp_(at::Tensor &self, const at::Tensor &end, const c10::Sca
 static at::Tensor &lerp_out(const at::Tensor &self, const at::Tensor &end, const c10::Scalar &w, at::Tensor &out) {
     Val a(self, "lerp.out"), b(end, "lerp.out");
     return write_out(out, lt_lerp(a, b, num(w)), "lerp.out");
+}
+
+// lerp with a tensor weight: one lt_lerp_tensor (a CPU 0-d weight enters as data).
+static at::Tensor lerp_t(const at::Tensor &self, const at::Tensor &end, const at::Tensor &w) {
+    Val a(self, "lerp"), b(end, "lerp"), c(w, "lerp");
+    return wrap(lt_lerp_tensor(a, b, c), "lerp");
+}
+static at::Tensor &lerp_t_(at::Tensor &self, const at::Tensor &end, const at::Tensor &w) {
+    Val a(self, "lerp_"), b(end, "lerp_"), c(w, "lerp_");
+    check(lt_lerp_tensor_(a, b, c), "lerp_");
+    return self;
+}
+static at::Tensor &lerp_t_out(const at::Tensor &self, const at::Tensor &end, const at::Tensor &w, at::Tensor &out) {
+    Val a(self, "lerp.out"), b(end, "lerp.out"), c(w, "lerp.out");
+    return write_out(out, lt_lerp_tensor(a, b, c), "lerp.out");
 }
 
 #define TERNARY(name)                                                                                            \
@@ -541,15 +547,32 @@ static at::Tensor &logical_not_out(const at::Tensor &self, at::Tensor &out) {
     Val a(self, "logical_not.out");
     return write_out(out, lt_eq_scalar(a, 0), "logical_not.out");
 }
-// & and | of bool tensors; integer bitwise ops are not in the core: torch's CPU kernel runs them.
-static at::Tensor bitwise_and(const at::Tensor &self, const at::Tensor &other) {
-    if (self.scalar_type() == at::kBool && other.scalar_type() == at::kBool) return ltt::logical_and(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::bitwise_and_Tensor>::call(self, other);
+// Bitwise ops of integer and bool tensors (a Python int operand: a 0-d FILL
+// node, its value a runtime parameter); the .Scalar forms and & | ^ ~ reach these.
+static lt_tensor *bitwise_h(lt_tensor *(*fn)(lt_tensor *, lt_tensor *), const at::Tensor &self, const at::Tensor &other,
+                            const char *op) {
+    c10::Scalar s;
+    Val a(self, op);
+    if (wrapped_scalar(other, s)) {
+        Own b(scalar_node(s, self, op));
+        return fn(a, b);
+    }
+    Val b(other, op);
+    return fn(a, b);
 }
-static at::Tensor bitwise_or(const at::Tensor &self, const at::Tensor &other) {
-    if (self.scalar_type() == at::kBool && other.scalar_type() == at::kBool) return ltt::logical_or(self, other);
-    return at::native::call_fallback_fn<&ltt::fallback, at::_ops::bitwise_or_Tensor>::call(self, other);
-}
+#define BITWISE(name)                                                                                     \
+    static at::Tensor name(const at::Tensor &self, const at::Tensor &other) {                            \
+        return wrap(bitwise_h(lt_##name, self, other, #name), #name);                                     \
+    }                                                                                                     \
+    static at::Tensor &name##_(at::Tensor &self, const at::Tensor &other) {                              \
+        return write(self, bitwise_h(lt_##name, self, other, #name "_"), #name "_");                      \
+    }                                                                                                     \
+    static at::Tensor &name##_out(const at::Tensor &self, const at::Tensor &other, at::Tensor &out) {    \
+        return write_out(out, bitwise_h(lt_##name, self, other, #name ".out"), #name ".out");             \
+    }
+BITWISE(bitwise_and)
+BITWISE(bitwise_or)
+BITWISE(bitwise_xor)
 
 static at::Tensor isnan(const at::Tensor &self) {
     Val a(self, "isnan");
@@ -558,7 +581,7 @@ static at::Tensor isnan(const at::Tensor &self) {
 static at::Tensor isinf(const at::Tensor &self) {
     Val a(self, "isinf");
     if (!is_float(self)) return wrap(lt_eq_scalar(a, INFINITY), "isinf");  // all false, in one node
-    Owned m(check(lt_abs(a), "isinf"));
+    Own m(check(lt_abs(a), "isinf"));
     return wrap(lt_eq_scalar(m, INFINITY), "isinf");
 }
 
@@ -606,20 +629,6 @@ static at::Tensor &masked_fill_t_(at::Tensor &self, const at::Tensor &mask, cons
 }
 
 // ---- unary math: the core's out-of-place and `_` forms ----------------------------------
-#define UNARY(name)                                                             \
-    static at::Tensor name(const at::Tensor &self) {                            \
-        Val a(self, #name);                                                     \
-        return wrap(lt_##name(a), #name);                                       \
-    }                                                                           \
-    static at::Tensor &name##_(at::Tensor &self) {                              \
-        Val a(self, #name "_");                                                 \
-        check(lt_##name##_(a), #name "_");                                      \
-        return self;                                                            \
-    }                                                                           \
-    static at::Tensor &name##_out(const at::Tensor &self, at::Tensor &out) {    \
-        Val a(self, #name ".out");                                              \
-        return write_out(out, lt_##name(a), #name ".out");                      \
-    }
 UNARY(neg)
 UNARY(exp)
 UNARY(log)
@@ -627,6 +636,7 @@ UNARY(sqrt)
 UNARY(rsqrt)
 UNARY(abs)
 UNARY(erf)
+UNARY(bitwise_not)
 
 static at::Tensor sign(const at::Tensor &self) {
     Val a(self, "sign");
@@ -717,6 +727,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("lerp.Scalar", TORCH_FN(lerp));
     m.impl("lerp_.Scalar", TORCH_FN(lerp_));
     m.impl("lerp.Scalar_out", TORCH_FN(lerp_out));
+    m.impl("lerp.Tensor", TORCH_FN(lerp_t));
+    m.impl("lerp_.Tensor", TORCH_FN(lerp_t_));
+    m.impl("lerp.Tensor_out", TORCH_FN(lerp_t_out));
     m.impl("addcmul", TORCH_FN(addcmul));
     m.impl("addcmul_", TORCH_FN(addcmul_));
     m.impl("addcmul.out", TORCH_FN(addcmul_out));
@@ -740,8 +753,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("logical_not", TORCH_FN(logical_not));
     m.impl("logical_not_", TORCH_FN(logical_not_));
     m.impl("logical_not.out", TORCH_FN(logical_not_out));
-    m.impl("bitwise_and.Tensor", TORCH_FN(bitwise_and));
-    m.impl("bitwise_or.Tensor", TORCH_FN(bitwise_or));
+#define REG_BITWISE(name)                                  \
+    m.impl(#name ".Tensor", TORCH_FN(name));               \
+    m.impl(#name "_.Tensor", TORCH_FN(name##_));           \
+    m.impl(#name ".Tensor_out", TORCH_FN(name##_out));
+    REG_BITWISE(bitwise_and) REG_BITWISE(bitwise_or) REG_BITWISE(bitwise_xor)
     m.impl("isnan", TORCH_FN(isnan));
     m.impl("isinf", TORCH_FN(isinf));
     m.impl("where.self", TORCH_FN(where));
@@ -754,7 +770,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(#name "_", TORCH_FN(name##_));              \
     m.impl(#name ".out", TORCH_FN(name##_out));
     REG_UNARY(neg) REG_UNARY(exp) REG_UNARY(log) REG_UNARY(sqrt) REG_UNARY(rsqrt) REG_UNARY(abs) REG_UNARY(erf)
-    REG_UNARY(sign) REG_UNARY(reciprocal)
+    REG_UNARY(sign) REG_UNARY(reciprocal) REG_UNARY(bitwise_not)
     m.impl("sgn", TORCH_FN(sign));  // real dtypes: sign (abs's backward calls it)
     m.impl("sgn_", TORCH_FN(sign_));
     m.impl("sgn.out", TORCH_FN(sign_out));

@@ -18,4 +18,21 @@ bool wrapped_scalar(const at::Tensor &t, c10::Scalar &s);
 at::Tensor &write(at::Tensor &self, lt_tensor *h, const char *op);
 at::Tensor &write_out(at::Tensor &out, lt_tensor *h, const char *op);
 
+// The kernels NAME, NAME_ and NAME.out of a unary op the core has as
+// lt_NAME and lt_NAME_ (static: one copy per translation unit that uses it).
+#define UNARY(name)                                                             \
+    static at::Tensor name(const at::Tensor &self) {                            \
+        Val a(self, #name);                                                     \
+        return wrap(lt_##name(a), #name);                                       \
+    }                                                                           \
+    static at::Tensor &name##_(at::Tensor &self) {                              \
+        Val a(self, #name "_");                                                 \
+        check(lt_##name##_(a), #name "_");                                      \
+        return self;                                                            \
+    }                                                                           \
+    static at::Tensor &name##_out(const at::Tensor &self, at::Tensor &out) {    \
+        Val a(self, #name ".out");                                              \
+        return write_out(out, lt_##name(a), #name ".out");                      \
+    }
+
 }  // namespace ltt

@@ -1,7 +1,7 @@
 // Reductions and softmax: sum, mean, amax/amin, max/min (all and .dim),
 // argmax/argmin, _softmax / _log_softmax and their backward ops, each with
-// the .out form torch's composite code calls. var/std and cumsum have no
-// core op: they fall back.
+// the .out form torch's composite code calls; var/std (and var_mean /
+// std_mean: the core's VAR or STD and MEAN); cumsum.
 #include "bridge.h"
 
 namespace ltt {
@@ -82,6 +82,63 @@ at::Tensor &mean_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool k
                      c10::optional<at::ScalarType> dtype, at::Tensor &out) {
     return out_of(out, mean_h(self, dim, keepdim, dtype.has_value() ? dtype : c10::optional<at::ScalarType>(out.scalar_type()), "mean.out"),
                   "mean.out");
+}
+
+// var / std with torch's correction (absent: 1); dim absent or empty: every dim.
+lt_tensor *var_h(bool is_std, const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction,
+                 bool keepdim, const char *op) {
+    TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, ": std and var only support floating point and complex dtypes");
+    Val v(self, op);
+    std::vector<int> axes = axes_of(dim, self.dim(), op);
+    double c = (double)correction.value_or(1);
+    return check(is_std ? lt_std(v, (int)axes.size(), axes.data(), c, keepdim)
+                        : lt_var(v, (int)axes.size(), axes.data(), c, keepdim),
+                 op);
+}
+
+at::Tensor var(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim) {
+    return wrap(var_h(false, self, dim, correction, keepdim, "var"), "var");
+}
+at::Tensor std_(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim) {
+    return wrap(var_h(true, self, dim, correction, keepdim, "std"), "std");
+}
+at::Tensor &var_out(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim,
+                    at::Tensor &out) {
+    return out_of(out, var_h(false, self, dim, correction, keepdim, "var.out"), "var.out");
+}
+at::Tensor &std_out(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim,
+                    at::Tensor &out) {
+    return out_of(out, var_h(true, self, dim, correction, keepdim, "std.out"), "std.out");
+}
+std::tuple<at::Tensor, at::Tensor> var_mean(const at::Tensor &self, at::OptionalIntArrayRef dim,
+                                            c10::optional<int64_t> correction, bool keepdim) {
+    at::Tensor v = wrap(var_h(false, self, dim, correction, keepdim, "var_mean"), "var_mean");
+    return {v, wrap(mean_h(self, dim, keepdim, c10::nullopt, "var_mean"), "var_mean")};
+}
+std::tuple<at::Tensor, at::Tensor> std_mean(const at::Tensor &self, at::OptionalIntArrayRef dim,
+                                            c10::optional<int64_t> correction, bool keepdim) {
+    at::Tensor s = wrap(var_h(true, self, dim, correction, keepdim, "std_mean"), "std_mean");
+    return {s, wrap(mean_h(self, dim, keepdim, c10::nullopt, "std_mean"), "std_mean")};
+}
+
+// cumsum: with dtype the input is cast first, as torch does; integers and
+// bool give int64.
+lt_tensor *cumsum_h(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, const char *op) {
+    Val v(self, op);
+    Own cast(nullptr);
+    lt_tensor *x = dtype.has_value() ? as_type(v, self, *dtype, op, cast) : v.get();
+    return check(lt_cumsum(x, dim_of(dim, self.dim(), op), false), op);
+}
+at::Tensor cumsum(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype) {
+    return wrap(cumsum_h(self, dim, dtype, "cumsum"), "cumsum");
+}
+at::Tensor &cumsum_(at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype) {
+    Own h(cumsum_h(self, dim, dtype, "cumsum_"));
+    assign(self, h, "cumsum_");
+    return self;
+}
+at::Tensor &cumsum_out(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, at::Tensor &out) {
+    return out_of(out, cumsum_h(self, dim, dtype, "cumsum.out"), "cumsum.out");
 }
 
 // amax / amin / max() / min(): the core's MAX and MIN (NaN propagates).
@@ -257,6 +314,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("mean", TORCH_FN(mean_all));
     m.impl("mean.dim", TORCH_FN(mean_dim));
     m.impl("mean.out", TORCH_FN(mean_out));
+    m.impl("var.correction", TORCH_FN(var));
+    m.impl("std.correction", TORCH_FN(std_));
+    m.impl("var.correction_out", TORCH_FN(var_out));
+    m.impl("std.correction_out", TORCH_FN(std_out));
+    m.impl("var_mean.correction", TORCH_FN(var_mean));
+    m.impl("std_mean.correction", TORCH_FN(std_mean));
+    m.impl("cumsum", TORCH_FN(cumsum));
+    m.impl("cumsum_", TORCH_FN(cumsum_));
+    m.impl("cumsum.out", TORCH_FN(cumsum_out));
     m.impl("amax", TORCH_FN(amax));
     m.impl("amin", TORCH_FN(amin));
     m.impl("amax.out", TORCH_FN(amax_out));

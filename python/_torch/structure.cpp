@@ -1,4 +1,4 @@
-// Structure and indexing: cat, clone, index_select / index_add, gather /
+// Structure and indexing: cat, clone, flip, index_select / index_add, gather /
 // scatter_add (gather's backward), embedding and its dense backward,
 // a[index] with one integer index tensor and its accumulating put.
 #include "bridge.h"
@@ -64,6 +64,14 @@ at::Tensor clone(const at::Tensor &self, c10::optional<at::MemoryFormat> memory_
     if (!contiguous_result) return at::native::clone(self, memory_format);
     Val v(self, "clone");
     return wrap(lt_clone(v), "clone");
+}
+
+// flip: one core node (cumsum's backward in torch is flip, cumsum, flip).
+at::Tensor flip(const at::Tensor &self, at::IntArrayRef dims) {
+    Val v(self, "flip");
+    std::vector<int> ds;
+    for (int64_t d : dims) ds.push_back(dim_of(d, self.dim(), "flip"));
+    return wrap(lt_flip(v, (int)ds.size(), ds.data()), "flip");
 }
 
 // ---- index_select, index_add -------------------------------------------------------
@@ -248,6 +256,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("cat", TORCH_FN(cat));
     m.impl("cat.out", TORCH_FN(cat_out));
     m.impl("clone", TORCH_FN(clone));
+    m.impl("flip", TORCH_FN(flip));
     m.impl("index_select", TORCH_FN(index_select));
     m.impl("index_select.out", TORCH_FN(index_select_out));
     m.impl("index_add.out", TORCH_FN(index_add_out));

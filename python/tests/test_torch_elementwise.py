@@ -82,6 +82,10 @@ BINARY = {
     "floor_divide": lambda a, b: a // b,
     "logical_and": torch.logical_and,
     "logical_or": torch.logical_or,
+    "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+    "lerp_tensor": lambda a, b: torch.lerp(a, b, (b - a) * 0.25),
 }
 
 
@@ -106,6 +110,42 @@ def test_python_scalar(name, da, s):
             pytest.skip("takes tensors only")
     fn = BINARY[name]
     check(lambda a: fn(a, s) if name != "pow" else torch.pow(a, abs(s)), sample(da, (3, 4), 7))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool], ids=str)
+def test_bitwise_ops(dtype):
+    if dtype == torch.uint8:
+        a, b = torch.randint(0, 256, (3, 4), dtype=dtype), torch.randint(0, 256, (3, 4), dtype=dtype)
+    else:
+        a, b = sample(dtype, (3, 4), 1), sample(dtype, (3, 4), 2)
+    for fn in (lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: ~x,
+               lambda x, y: torch.bitwise_not(y), lambda x, y: x & 6, lambda x, y: 5 ^ x, lambda x, y: x | True,
+               lambda x, y: torch.bitwise_xor(x, y[0])):
+        check(fn, a, b)
+    for fn in (lambda x, y: x.__iand__(y), lambda x, y: x.__ior__(y), lambda x, y: x.__ixor__(y),
+               lambda x, y: x.bitwise_not_(), lambda x, y: x.bitwise_and_(3 if dtype != torch.bool else True)):
+        x, dx = a.clone(), dev(a)
+        r = fn(dx, dev(b))
+        assert r is dx
+        fn(x, b)
+        same(dx, x)
+    check(lambda x: x & 1.5, a)  # a float operand: torch raises, so must the device
+    check(lambda x: x.float() | x.float(), a)
+
+
+def test_lerp_tensor_weight():
+    a, b = sample(torch.float32, (2, 3, 4), 1), sample(torch.float32, (3, 4), 2)
+    for w in (sample(torch.float32, (3, 4), 3), sample(torch.float32, (4,), 4), torch.tensor(0.7), torch.tensor(-2.0)):
+        check(torch.lerp, a, b, w)
+    check(torch.lerp, a.double(), b.double(), torch.rand(3, 4, dtype=torch.float64))
+    check(torch.lerp, a, b, torch.rand(3, 4, dtype=torch.float64))  # torch: the weight's dtype must match
+    check(torch.lerp, a.long(), b.long(), torch.ones(3, 4, dtype=torch.int64))
+    a, b, w = (sample(torch.float64, (3, 4), k).requires_grad_() for k in (5, 6, 7))
+    da, db, dw = (dev(t.detach()).requires_grad_() for t in (a, b, w))
+    torch.lerp(a, b, w).pow(2).sum().backward()
+    torch.lerp(da, db, dw).pow(2).sum().backward()
+    for t, d in ((a, da), (b, db), (w, dw)):
+        same(d.grad, t.grad, 1e-12)
 
 
 def test_integer_scalars_keep_dtype():
@@ -152,6 +192,7 @@ INPLACE = {
     "mul_": lambda a, b: a.mul_(b),
     "div_": lambda a, b: a.div_(b.abs() + 1),
     "lerp_": lambda a, b: a.lerp_(b, 0.1),
+    "lerp_tensor_": lambda a, b: a.lerp_(b, b * 0.4),
     "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.3),
     "addcdiv_": lambda a, b: a.addcdiv_(b, b.abs() + 1, value=-0.3),
     "pow_": lambda a, b: a.abs_().pow_(b.abs()),
@@ -214,6 +255,8 @@ OUT = {
     "exp": lambda a, b, out: torch.exp(a, out=out),
     "sigmoid": lambda a, b, out: torch.sigmoid(a, out=out),
     "lerp": lambda a, b, out: torch.lerp(a, b, 0.3, out=out),
+    "lerp_tensor": lambda a, b, out: torch.lerp(a, b, b, out=out),
+    "bitwise_and": lambda a, b, out: torch.bitwise_and(a > 0, b > 0, out=out),
     "addcmul": lambda a, b, out: torch.addcmul(a, a, b, out=out),
     "clamp": lambda a, b, out: torch.clamp(a, -1, 1, out=out),
     "logical_not": lambda a, b, out: torch.logical_not(a, out=out),

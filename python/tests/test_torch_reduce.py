@@ -17,7 +17,7 @@ DEV = ltt.device()
 OURS = {
     "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "_softmax", "_log_softmax",
     "_softmax_backward_data", "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward", "mse_loss",
-    "mse_loss_backward",
+    "mse_loss_backward", "var", "std", "var_mean", "std_mean", "cumsum", "cumsum_", "flip",
 }
 
 
@@ -267,6 +267,63 @@ def test_mse_loss(dtype, reduction):
     out = torch.empty(0, dtype=dtype).to(DEV)
     torch.ops.aten.mse_loss.out(a.to(DEV), b.to(DEV), red, out=out)
     same(out, torch.ops.aten.mse_loss(a, b, red))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_var_std(dtype):
+    x = sample(dtype, (3, 4, 5), 3) * 3 + 1
+    d = x.to(DEV)
+    for xv, dv in zip(views(x), views(d)):
+        for fn in (torch.var, torch.std):
+            same(fn(dv), fn(xv))
+            same(fn(dv, 0), fn(xv, 0))
+            same(fn(dv, (0, -1), keepdim=True), fn(xv, (0, -1), keepdim=True))
+            same(fn(dv, 1, unbiased=False), fn(xv, 1, unbiased=False))
+            same(fn(dv, -1, correction=2), fn(xv, -1, correction=2))
+            same(fn(dv[:, :1], 1), fn(xv[:, :1], 1))  # one element, dof 0: NaN as torch
+    for fn in (torch.var_mean, torch.std_mean):
+        for args in ((), (1,), ((0, 2), True)):
+            got, want = fn(d, *args), fn(x, *args)
+            same(got[0], want[0])
+            same(got[1], want[1])
+    same(torch.var(d, 1, out=torch.empty(0, dtype=dtype).to(DEV)), torch.var(x, 1))
+    same(torch.std(d, (0, 1), out=torch.empty(0, dtype=dtype).to(DEV)), torch.std(x, (0, 1)))
+    with pytest.raises(RuntimeError):
+        torch.var(torch.tensor([1, 2]).to(DEV))
+    # gradients through torch's autograd (its var_backward calls native ops)
+    xg, dg = x.clone().requires_grad_(), d.clone().requires_grad_()
+    (torch.std(xg, 1).sum() + torch.var(xg, (0, 2)).sum()).backward()
+    (torch.std(dg, 1).sum() + torch.var(dg, (0, 2)).sum()).backward()
+    same(dg.grad, xg.grad)
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_cumsum(dtype):
+    x = sample(dtype, (3, 4, 5), 5)
+    d = x.to(DEV)
+    for xv, dv in zip(views(x), views(d)):
+        for dim in (0, 1, -1):
+            same(torch.cumsum(dv, dim), torch.cumsum(xv, dim))
+    same(torch.cumsum(d, 1, dtype=torch.float64), torch.cumsum(x, 1, dtype=torch.float64))
+    same(torch.cumsum(d[0, 0, 0], 0), torch.cumsum(x[0, 0, 0], 0))  # 0-d
+    same(torch.cumsum(d, 2, out=torch.empty(0, dtype=torch.cumsum(x, 2).dtype).to(DEV)), torch.cumsum(x, 2))
+    if dtype.is_floating_point:
+        y, dy = x.clone(), d.clone()
+        y.cumsum_(1)
+        dy.cumsum_(1)
+        same(dy, y)
+        xg, dg = x.clone().requires_grad_(), d.clone().requires_grad_()
+        (torch.cumsum(xg, 1) * torch.arange(4.0).to(dtype).view(4, 1)).sum().backward()
+        (torch.cumsum(dg, 1) * torch.arange(4.0).to(dtype).view(4, 1).to(DEV)).sum().backward()
+        same(dg.grad, xg.grad)
+
+
+def test_batch_statistics_without_batchnorm():
+    """Normalization code as written by hand: (x - mean) / sqrt(var + eps)."""
+    x = sample(torch.float32, (8, 16), 4)
+    d = x.to(DEV)
+    f = lambda t: (t - t.mean(0)) / torch.sqrt(t.var(0, unbiased=False) + 1e-5)
+    same(f(d), f(x))
 
 
 def test_reduction_grads():

@@ -1,5 +1,5 @@
 """Structure, indexing and matrix products on the PyTorch device (issue 27):
-cat, clone, index_select / index_add, gather / scatter_add, embedding,
+cat, clone, flip, index_select / index_add, gather / scatter_add, embedding,
 mm / bmm / addmm / baddbmm / dot / mv (and F.linear, torch.matmul, multi-head
 attention above them), each against torch's CPU result, with gradients
 through torch's autograd; none of them may fall back to the CPU."""
@@ -13,7 +13,7 @@ F = torch.nn.functional
 
 DEV = ltt.device()
 OURS = {
-    "cat", "clone", "index_select", "index_add", "index_add_", "gather", "scatter_add", "scatter_add_", "embedding",
+    "cat", "clone", "flip", "index_select", "index_add", "index_add_", "gather", "scatter_add", "scatter_add_", "embedding",
     "embedding_dense_backward", "mm", "bmm", "addmm", "addmm_", "baddbmm", "baddbmm_", "dot", "mv", "_softmax",
     "_softmax_backward_data", "sum", "mean",
 }
@@ -95,6 +95,22 @@ def test_clone(dtype):
     assert r.stride() == cl.clone().stride()
     same(r, cl.clone())
     same(dcl.clone(memory_format=torch.contiguous_format), cl.clone(memory_format=torch.contiguous_format))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_flip(dtype):
+    x = sample(dtype, (3, 4, 5), 2)
+    d = x.to(DEV)
+    for dims in ((0,), (-1,), (0, 2), (0, 1, 2), ()):
+        same(torch.flip(d, dims), torch.flip(x, dims))
+        same(torch.flip(d.transpose(0, 2)[1:], dims), torch.flip(x.transpose(0, 2)[1:], dims))
+    same(torch.flip(d[0, 0, 0], (0,)), torch.flip(x[0, 0, 0], (0,)))
+    same(torch.fliplr(d[0]), torch.fliplr(x[0]))
+    if dtype.is_floating_point:  # cumsum's backward in torch: flip, cumsum, flip
+        xg, dg = x.clone().requires_grad_(), d.clone().requires_grad_()
+        (torch.cumsum(xg, 1) ** 2).sum().backward()
+        (torch.cumsum(dg, 1) ** 2).sum().backward()
+        same(dg.grad, xg.grad)
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)

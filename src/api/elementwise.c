@@ -10,6 +10,7 @@ static const char *arg_name(int op, int i) {
     if (op >= LT_OP_SILU_BWD && op <= LT_OP_HARDTANH_BWD && op != LT_OP_HARDSWISH && op != LT_OP_HARDSIGMOID)
         return gx[i];
     if (op == LT_OP_ADDCMUL || op == LT_OP_ADDCDIV) return t[i];
+    if (op == LT_OP_LERP_TENSOR) return (const char *[]){"a", "b", "weight"}[i];
     return ab[i];
 }
 
@@ -22,6 +23,19 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
             return err_set(LT_ERR_DTYPE, "%s: arguments 'a' (%s) and 'b' (%s) must share one floating dtype", fn,
                            dtype_name(d0), dtype_name((lt_dtype)in[1]->dtype)),
                    -1;
+        break;
+    case LT_OP_LERP_TENSOR:
+        if (!dtype_is_float(d0) || in[1]->dtype != d0 || in[2]->dtype != d0)
+            return err_set(LT_ERR_DTYPE, "%s: arguments 'a' (%s), 'b' (%s) and 'weight' (%s) must share one floating dtype",
+                           fn, dtype_name(d0), dtype_name((lt_dtype)in[1]->dtype), dtype_name((lt_dtype)in[2]->dtype)),
+                   -1;
+        break;
+    case LT_OP_BITWISE_AND: case LT_OP_BITWISE_OR: case LT_OP_BITWISE_XOR: case LT_OP_BITWISE_NOT:
+        for (int i = 0; i < nin; i++)
+            if (dtype_is_float((lt_dtype)in[i]->dtype))
+                return err_set(LT_ERR_DTYPE, "%s: argument '%s' is %s: bitwise ops take integer and bool tensors", fn,
+                               i ? "b" : "a", dtype_name((lt_dtype)in[i]->dtype)),
+                       -1;
         break;
     case LT_OP_MASKED_FILL:
         if (in[1]->dtype != LT_BOOL)
@@ -45,7 +59,6 @@ static int check_dtypes(const char *fn, int op, int nin, lt_tensor *const *in) {
         break;
     default: break;
     }
-    (void)nin;
     return 0;
 }
 
@@ -82,6 +95,7 @@ lt_tensor *api_elementwise_as(const char *fn, int op, int nin, lt_tensor *const 
         if (LT_UNLIKELY(api_check(fn, arg_name(op, i), in[i]))) return NULL;
     /* Ops with dtype rules beyond promotion; lerp's common case is checked inline. */
     if (LT_UNLIKELY(op == LT_OP_WHERE || op == LT_OP_SUB || op == LT_OP_ADDCDIV || op == LT_OP_MASKED_FILL ||
+                    op == LT_OP_LERP_TENSOR || (op >= LT_OP_BITWISE_AND && op <= LT_OP_BITWISE_NOT) ||
                     (op == LT_OP_LERP && (in[0]->dtype != in[1]->dtype || !dtype_is_float((lt_dtype)in[0]->dtype)))) &&
         check_dtypes(fn, op, nin, in))
         return NULL;
@@ -211,6 +225,20 @@ lt_tensor *lt_lerp_(lt_tensor *a, lt_tensor *b, double weight) {
     lt_tensor *in[2] = {a, b};
     return api_elementwise("lt_lerp_", LT_OP_LERP, 2, in, 1, &weight, a);
 }
+
+lt_tensor *lt_lerp_tensor(lt_tensor *a, lt_tensor *b, lt_tensor *weight) {
+    lt_tensor *in[3] = {a, b, weight};
+    return api_elementwise("lt_lerp_tensor", LT_OP_LERP_TENSOR, 3, in, 0, NULL, NULL);
+}
+lt_tensor *lt_lerp_tensor_(lt_tensor *a, lt_tensor *b, lt_tensor *weight) {
+    lt_tensor *in[3] = {a, b, weight};
+    return api_elementwise("lt_lerp_tensor_", LT_OP_LERP_TENSOR, 3, in, 0, NULL, a);
+}
+
+BINARY(bitwise_and, BITWISE_AND) BINARY_(bitwise_and, BITWISE_AND)
+BINARY(bitwise_or, BITWISE_OR) BINARY_(bitwise_or, BITWISE_OR)
+BINARY(bitwise_xor, BITWISE_XOR) BINARY_(bitwise_xor, BITWISE_XOR)
+UNARY(bitwise_not, BITWISE_NOT)
 
 lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
     lt_tensor *in[3] = {cond, a, b};

@@ -19,7 +19,7 @@ static int reduced_shape(const lt_tensor *a, uint64_t mask, bool keepdim, int64_
     return nd;
 }
 
-static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const int *axes, bool keepdim) {
+static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const int *axes, bool keepdim, double corr) {
     API_ENTER();
     if (api_check(fn, "a", a)) return NULL;
     if (naxes < 0 || naxes > LT_MAX_DIMS || (naxes && !axes))
@@ -41,7 +41,7 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
     lt_dtype dt = (lt_dtype)a->dtype;
     lt_dtype od = dt;
     if (op == LT_OP_SUM && !dtype_is_float(dt)) od = LT_I64;
-    if (op == LT_OP_MEAN && !dtype_is_float(dt))
+    if ((op == LT_OP_MEAN || op == LT_OP_VAR || op == LT_OP_STD) && !dtype_is_float(dt))
         return err_set(LT_ERR_DTYPE, "%s: argument 'a' must be a floating dtype, got %s", fn, dtype_name(dt));
     if (op == LT_OP_MAX || op == LT_OP_MIN)
         for (int d = 0; d < a->ndim; d++)
@@ -53,7 +53,8 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
     ir_node *v = func_value(a);
     if (!v) return NULL;
     int64_t ia[2] = {(int64_t)mask, keepdim};
-    ir_node *n = ir_new(op, od, nd, shape, 1, &v, 2, ia, 0, NULL);
+    int nsc = op == LT_OP_VAR || op == LT_OP_STD; /* the correction */
+    ir_node *n = ir_new(op, od, nd, shape, 1, &v, 2, ia, nsc, &corr);
     lt_tensor *t = finish(fn, n);
     if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
         lt_free(t);
@@ -64,16 +65,42 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
 }
 
 lt_tensor *lt_sum(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
-    return reduce("lt_sum", LT_OP_SUM, a, naxes, axes, keepdim);
+    return reduce("lt_sum", LT_OP_SUM, a, naxes, axes, keepdim, 0);
 }
 lt_tensor *lt_mean(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
-    return reduce("lt_mean", LT_OP_MEAN, a, naxes, axes, keepdim);
+    return reduce("lt_mean", LT_OP_MEAN, a, naxes, axes, keepdim, 0);
 }
 lt_tensor *lt_max(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
-    return reduce("lt_max", LT_OP_MAX, a, naxes, axes, keepdim);
+    return reduce("lt_max", LT_OP_MAX, a, naxes, axes, keepdim, 0);
 }
 lt_tensor *lt_min(lt_tensor *a, int naxes, const int *axes, bool keepdim) {
-    return reduce("lt_min", LT_OP_MIN, a, naxes, axes, keepdim);
+    return reduce("lt_min", LT_OP_MIN, a, naxes, axes, keepdim, 0);
+}
+lt_tensor *lt_var(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim) {
+    return reduce("lt_var", LT_OP_VAR, a, naxes, axes, keepdim, correction);
+}
+lt_tensor *lt_std(lt_tensor *a, int naxes, const int *axes, double correction, bool keepdim) {
+    return reduce("lt_std", LT_OP_STD, a, naxes, axes, keepdim, correction);
+}
+
+lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse) {
+    API_ENTER();
+    if (api_check("lt_cumsum", "a", a)) return NULL;
+    int d = dim_wrap(dim, a->ndim);
+    if (d < 0)
+        return err_set(LT_ERR_ARG, "lt_cumsum: argument 'dim' = %d is out of range for a %d-d tensor", dim, a->ndim);
+    lt_dtype od = dtype_is_float((lt_dtype)a->dtype) ? (lt_dtype)a->dtype : LT_I64;
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[2] = {a->ndim ? d : 0, reverse};
+    ir_node *n = ir_new(LT_OP_CUMSUM, od, a->ndim, a->shape, 1, &v, 2, ia, 0, NULL);
+    lt_tensor *t = finish("lt_cumsum", n);
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
+    API_LEAVE("lt_cumsum", t);
+    return t;
 }
 
 static lt_tensor *argreduce(const char *fn, int op, lt_tensor *a, int dim, bool keepdim) {

@@ -63,6 +63,33 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
     return t;
 }
 
+lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims) {
+    API_ENTER();
+    if (api_check("lt_flip", "a", a)) return NULL;
+    if (ndims < 0 || ndims > LT_MAX_DIMS || (ndims && !dims))
+        return err_set(LT_ERR_ARG, "lt_flip: argument 'ndims' is %d (dims %s)", ndims, dims ? "given" : "NULL");
+    uint64_t mask = 0;
+    for (int i = 0; i < ndims; i++) {
+        int d = dim_wrap(dims[i], a->ndim);
+        if (d < 0)
+            return err_set(LT_ERR_ARG, "lt_flip: argument 'dims[%d]' = %d is out of range for a %d-d tensor", i, dims[i],
+                           a->ndim);
+        if ((mask >> d) & 1) return err_set(LT_ERR_ARG, "lt_flip: argument 'dims' names dim %d twice", d);
+        if (a->ndim) mask |= 1ull << d;
+    }
+    ir_node *v = func_value(a);
+    if (!v) return NULL;
+    int64_t ia[1] = {(int64_t)mask};
+    ir_node *n = ir_new(LT_OP_FLIP, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL);
+    lt_tensor *t = n ? func_new(n) : NULL;
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
+    API_LEAVE("lt_flip", t);
+    return t;
+}
+
 lt_tensor *lt_cat(int n, lt_tensor *const *ts, int dim) {
     API_ENTER();
     if (n <= 0) return err_set(LT_ERR_ARG, "lt_cat: argument 'n' is %d (needs at least one tensor)", n);

@@ -111,6 +111,11 @@ int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         if (NEED(0)) gi[0] = lt_mul_scalar(g, 1.0 - s);
         if (NEED(1)) gi[1] = lt_mul_scalar(g, s);
         break;
+    case LT_OP_LERP_TENSOR: /* PyTorch's: g (1 - w), g w, g (b - a) */
+        if (NEED(0)) gi[0] = lt_mul(g, K(lt_add_scalar(K(lt_neg(SAVED(2))), 1.0)));
+        if (NEED(1)) gi[1] = lt_mul(g, SAVED(2));
+        if (NEED(2)) gi[2] = lt_mul(g, K(lt_sub(SAVED(1), SAVED(0))));
+        break;
     case LT_OP_WHERE: {
         lt_tensor *z = ag_zero0(dt);
         if (NEED(1)) gi[1] = lt_where(SAVED(0), g, z);
@@ -155,10 +160,13 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_NEG: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_ABS:
     case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID: case LT_OP_CAST: case LT_OP_LERP: case LT_OP_WHERE:
     case LT_OP_ADDCMUL: case LT_OP_ADDCDIV: case LT_OP_ADD_SCALED: case LT_OP_MASKED_FILL: case LT_OP_SILU:
-    case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID:
+    case LT_OP_HARDSWISH: case LT_OP_HARDSIGMOID: case LT_OP_LERP_TENSOR:
         return ag_bw_elementwise(f, g, gi);
-    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: return ag_bw_reduce(f, g, gi);
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_VAR: case LT_OP_STD:
+        return ag_bw_reduce(f, g, gi);
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: return ag_bw_softmax(f, g, gi);
+    case LT_OP_CUMSUM: return ag_bw_cumsum(f, g, gi);
+    case LT_OP_FLIP: return ag_bw_flip(f, g, gi);
     case LT_OP_MATMUL: return ag_bw_matmul(f, g, gi);
     case LT_OP_CAT: return ag_bw_cat(f, g, gi);
     case LT_OP_AS_STRIDED: return ag_bw_strided(f, g, gi);
@@ -182,7 +190,8 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR: case LT_OP_GT_SCALAR:
     case LT_OP_GE_SCALAR: case LT_OP_SIGN: case LT_OP_SILU_BWD: case LT_OP_HARDSWISH_BWD:
     case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
-    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR:
+    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR: case LT_OP_BITWISE_AND: case LT_OP_BITWISE_OR:
+    case LT_OP_BITWISE_XOR: case LT_OP_BITWISE_NOT:
     case LT_OP_MAX_POOL2D_INDICES: case LT_OP_LN_STATS: case LT_OP_RANDOM:
     case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST:
         break;

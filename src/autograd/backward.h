@@ -26,6 +26,8 @@ lt_tensor *ag_zeros_like_fn(const ag_fn *in); /* zeros of the value `in` produce
 int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi);
 int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi);   /* SUM MEAN MAX MIN */
 int ag_bw_softmax(ag_fn *f, lt_tensor *g, lt_tensor **gi);  /* SOFTMAX LOG_SOFTMAX */
+int ag_bw_cumsum(ag_fn *f, lt_tensor *g, lt_tensor **gi);   /* CUMSUM */
+int ag_bw_flip(ag_fn *f, lt_tensor *g, lt_tensor **gi);     /* FLIP */
 int ag_bw_matmul(ag_fn *f, lt_tensor *g, lt_tensor **gi);
 int ag_bw_cat(ag_fn *f, lt_tensor *g, lt_tensor **gi);
 int ag_bw_strided(ag_fn *f, lt_tensor *g, lt_tensor **gi);  /* AS_STRIDED */

@@ -37,8 +37,35 @@ int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
         gi[0] = lt_mul(K(unreduce(f, g)), K(lt_div(hit, cnt)));
         break;
     }
+    case LT_OP_VAR: case LT_OP_STD: { /* PyTorch's var_backward (2 / dof) g (x - mean); std's g is
+                                        * g / (2 std), 0 where std is 0 */
+        int axes[LT_MAX_DIMS];
+        int na = mask_axes((uint64_t)f->ia[0], in->ndim, axes);
+        int64_t n = shape_numel(in->ndim, in->shape), m = shape_numel(f->ndim, f->shape);
+        double dof = (m ? (double)(n / m) : 0.0) - f->sc[0];
+        lt_tensor *gv = g;
+        if (f->op == LT_OP_STD)
+            gv = K(lt_masked_fill(K(lt_div(g, K(lt_mul_scalar(OUT, 2.0)))), K(lt_eq_scalar(OUT, 0.0)), 0.0));
+        lt_tensor *d = K(lt_sub(SAVED(0), K(na ? lt_mean(SAVED(0), na, axes, true) : lt_clone(SAVED(0)))));
+        gi[0] = lt_mul(K(unreduce(f, K(lt_mul_scalar(gv, 2.0 / dof)))), d);
+        break;
+    }
     default: LT_ASSERT(0 && "not a reduction");
     }
+    return 0;
+}
+
+/* flip's gradient: g flipped back. */
+int ag_bw_flip(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    int dims[LT_MAX_DIMS];
+    int n = mask_axes((uint64_t)f->ia[0], g->ndim, dims);
+    gi[0] = lt_flip(g, n, dims);
+    return 0;
+}
+
+/* cumsum's gradient: the cumulative sum of g from the other end. */
+int ag_bw_cumsum(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    gi[0] = lt_cumsum(g, (int)f->ia[0], !f->ia[1]);
     return 0;
 }
 

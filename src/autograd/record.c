@@ -25,12 +25,14 @@ static unsigned saves(int op, unsigned need, const int64_t *ia) {
     case LT_OP_MASKED_FILL: return 2u; /* the mask */
     case LT_OP_LAYER_NORM: return 1u | (ia[1] ? 2u : 0); /* x, the weight */
     case LT_OP_ATTENTION: return 15u;                    /* q, k, v, the output */
-    case LT_OP_MAX: case LT_OP_MIN: return 9u;
+    case LT_OP_MAX: case LT_OP_MIN: case LT_OP_STD: return 9u;
+    case LT_OP_VAR: return 1u;
     case LT_OP_EXP: case LT_OP_SQRT: case LT_OP_RSQRT: case LT_OP_RELU: case LT_OP_TANH: case LT_OP_SIGMOID:
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX:
         return 8u;
     case LT_OP_ADDCMUL: return (need & 4 ? 2u : 0) | (need & 2 ? 4u : 0);
     case LT_OP_ADDCDIV: return (need & 6 ? 4u : 0) | (need & 4 ? 2u : 0);
+    case LT_OP_LERP_TENSOR: return (need & 3 ? 4u : 0) | (need & 4 ? 3u : 0); /* the weight; a and b */
     default: return ag_nn_saves(op, need, ia); /* 0 for every op without saved values */
     }
 }

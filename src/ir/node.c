@@ -121,6 +121,8 @@ lt_dtype ir_compute_dtype(int op, int nin, const lt_dtype *in, unsigned zmask) {
     case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: return dtype_result(2, in, zmask); /* selections: integers too */
     case LT_OP_ADD_SCALED: return dtype_result(2, in, zmask); /* alpha is cast to the result type, as torch's */
     case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR: return dtype_result(2, in, zmask);
+    case LT_OP_LERP_TENSOR: return dtype_result(3, in, zmask); /* one dtype (the api checks) */
+    case LT_OP_BITWISE_AND: case LT_OP_BITWISE_OR: case LT_OP_BITWISE_XOR: return dtype_result(2, in, zmask);
     /* The scalar is compared in the tensor's dtype; MASKED_FILL's value is cast to a's dtype. */
     case LT_OP_EQ_SCALAR: case LT_OP_NE_SCALAR: case LT_OP_LT_SCALAR: case LT_OP_LE_SCALAR: case LT_OP_GT_SCALAR:
     case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN:

@@ -355,10 +355,13 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         strided_copy(rp[1], wp[0], es, src->ndim, src->shape, y->ia, y->ia[src->ndim], src->numel, 1);
         break;
     }
-    case K_REDUCE: /* reduce.c, softmax.c; the reference only if out of memory */
-        if (cpu_reduce_run(y, &g->nodes[y->in[0]], rp[0], wp[0]) == 0) break;
+    case K_REDUCE: { /* reduce.c, softmax.c; the reference only if out of memory */
+        double sc[IR_MAX_SCALARS];
+        resolve_scalars(y, scalars, sc);
+        if (cpu_reduce_run(y, &g->nodes[y->in[0]], rp[0], wp[0], sc) == 0) break;
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
+    }
     case K_BN_BWD: { /* one pass if both nodes got the same eps, as autograd gives them */
         double sc[IR_MAX_SCALARS], scp[IR_MAX_SCALARS];
         const gnode *p = &g->nodes[kn->write[1]];

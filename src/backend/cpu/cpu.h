@@ -61,8 +61,12 @@ size_t tile_scratch_bytes(const tprog *p);
 int cpu_reduce_ok(const gnode *y, const gnode *x);
 int cpu_softmax_ok(const gnode *y, const gnode *x);
 /* Runs it: 0 if done, -1 if the caller must fall back (no memory). */
-int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out);
+int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, const double *sc);
 int cpu_softmax_run(const gnode *y, const gnode *x, const void *in, void *out);
+/* CUMSUM of float32 (cpu_nn_run's ops): 0, done. */
+int cpu_cumsum_run(const gnode *y, const gnode *x, const float *in, float *out);
+/* FLIP of float32: 0, done. */
+int cpu_flip_run(const gnode *y, const float *in, float *out);
 
 /* ---- kernels and fusion (fuse.c) ---- */
 /* K_BN_BWD: a batch-statistics BN_BWD_INPUT (node) and the BN_BWD_PARAMS

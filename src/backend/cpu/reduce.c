@@ -60,7 +60,7 @@ static void put(void *out, int dt, int64_t i, double v) {
 int cpu_reduce_ok(const gnode *y, const gnode *x) {
     form f;
     switch (y->op) {
-    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN:
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_VAR: case LT_OP_STD:
         return is_float(x->dtype) && y->dtype == x->dtype && x->numel > 0 && !canon(x, (uint64_t)y->ia[0], &f);
     case LT_OP_ARGMAX: case LT_OP_ARGMIN:
         return is_float(x->dtype) && y->dtype == LT_I64 && x->numel > 0;
@@ -210,7 +210,37 @@ static void argreduce(const rkern *k, const gnode *y, const gnode *x, const char
     }
 }
 
-int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out) {
+/* VAR/STD: two passes per output in double (the mean, then the squared
+ * deviations), outputs over the threads; the reference's formula. */
+static double at_(const char *x, int dt, int64_t i) {
+    return dt == LT_F32 ? (double)((const float *)(const void *)x)[i] : ((const double *)(const void *)x)[i];
+}
+static void var(const gnode *y, const gnode *x, const char *xp, const form *f, void *out, double corr) {
+    int64_t no = f->k0 * f->k1, cnt = f->r1 * f->l;
+    double div = fmax(0.0, (double)cnt - corr);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (no * cnt >= PAR_MIN)
+#endif
+    for (int64_t o = 0; o < no; o++) {
+        int64_t a = o / f->k1, c = o % f->k1;
+        double m = 0, s = 0;
+        for (int64_t r = 0; r < f->r1; r++) {
+            int64_t row = ((a * f->r1 + r) * f->k1 + c) * f->l;
+            for (int64_t j = 0; j < f->l; j++) m += at_(xp, x->dtype, row + j);
+        }
+        m /= (double)cnt;
+        for (int64_t r = 0; r < f->r1; r++) {
+            int64_t row = ((a * f->r1 + r) * f->k1 + c) * f->l;
+            for (int64_t j = 0; j < f->l; j++) {
+                double d = at_(xp, x->dtype, row + j) - m;
+                s += d * d;
+            }
+        }
+        put(out, y->dtype, o, y->op == LT_OP_STD ? sqrt(s / div) : s / div);
+    }
+}
+
+int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, const double *sc) {
     if (y->op == LT_OP_SOFTMAX || y->op == LT_OP_LOG_SOFTMAX) return cpu_softmax_run(y, x, in, out);
     const rkern *k = cpu_rkern(x->dtype);
     size_t es = x->dtype == LT_F32 ? 4 : 8;
@@ -220,7 +250,65 @@ int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out) {
     }
     form f;
     if (canon(x, (uint64_t)y->ia[0], &f)) return -1;
+    if (y->op == LT_OP_VAR || y->op == LT_OP_STD) {
+        var(y, x, in, &f, out, sc[0]);
+        return 0;
+    }
     double s = sign_of(y->op);
     if (f.l == 1 && f.k1 > 1) return cols(k, y, in, es, &f, out, s);
     return rows(k, y, in, es, &f, out, s);
+}
+
+/* CUMSUM (x viewed as (outer, n, inner)): a block of up to CB columns runs
+ * down the n rows with double accumulators (the reference's sums), blocks
+ * over the threads. */
+int cpu_cumsum_run(const gnode *y, const gnode *x, const float *in, float *out) {
+    int d = x->ndim ? (int)y->ia[0] : 0;
+    int64_t outer = 1, n = x->ndim ? x->shape[d] : 1, inner = 1, nb;
+    for (int i = 0; i < d; i++) outer *= x->shape[i];
+    for (int i = d + 1; i < x->ndim; i++) inner *= x->shape[i];
+    nb = (inner + CB - 1) / CB;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (x->numel >= PAR_MIN)
+#endif
+    for (int64_t q = 0; q < outer * nb; q++) {
+        int64_t o = q / nb, c0 = q % nb * CB, m = inner - c0 < CB ? inner - c0 : CB;
+        double acc[CB];
+        for (int64_t i = 0; i < m; i++) acc[i] = 0;
+        for (int64_t k = 0; k < n; k++) {
+            size_t at = (size_t)((o * n + (y->ia[1] ? n - 1 - k : k)) * inner + c0);
+            for (int64_t i = 0; i < m; i++) out[at + (size_t)i] = (float)(acc[i] += in[at + (size_t)i]);
+        }
+    }
+    return 0;
+}
+
+/* FLIP: one output row (the last dim) at a time, copied from its mirrored
+ * source row, reversed when the last dim flips; rows over the threads. */
+int cpu_flip_run(const gnode *y, const float *in, float *out) {
+    if (y->ndim == 0 || y->numel == 0) {
+        if (y->numel) out[0] = in[0];
+        return 0;
+    }
+    int last = y->ndim - 1, rev = (int)((y->ia[0] >> last) & 1);
+    int64_t n = y->shape[last], rows = y->numel / n;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (y->numel >= PAR_MIN)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t src = 0, rem = r, mul = 1;
+        for (int d = last - 1; d >= 0; d--) { /* r's coordinates, mirrored where flipped */
+            int64_t c = rem % y->shape[d];
+            rem /= y->shape[d];
+            src += ((y->ia[0] >> d) & 1 ? y->shape[d] - 1 - c : c) * mul;
+            mul *= y->shape[d];
+        }
+        const float *s = in + src * n;
+        float *o = out + r * n;
+        if (rev)
+            for (int64_t k = 0; k < n; k++) o[k] = s[n - 1 - k];
+        else
+            memcpy(o, s, (size_t)n * sizeof *o);
+    }
+    return 0;
 }

@@ -28,7 +28,7 @@ static int tile_op(int op) {
     case LT_OP_GT_SCALAR: case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN: case LT_OP_SILU:
     case LT_OP_SILU_BWD: case LT_OP_HARDSWISH: case LT_OP_HARDSWISH_BWD: case LT_OP_HARDSIGMOID:
     case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
-    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR:
+    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR: case LT_OP_LERP_TENSOR:
         return 1;
     default:
         return 0;

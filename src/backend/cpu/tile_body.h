@@ -225,6 +225,7 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
             else LOOP(DY - (DY - DX) * (1.0 - ds0));
             break;
         case LT_OP_WHERE: LOOP(X != (T)0 ? Y : Z); break;
+        case LT_OP_LERP_TENSOR: LOOP(ref_lerp(DX, DY, DZ)); break;
         case LT_OP_ADDCMUL: LOOP(DX + ds0 * DY * DZ); break;
         case LT_OP_ADDCDIV: LOOP(DX + ds0 * (DY / DZ)); break;
         default: LT_ASSERT(0 && "not a tile op"); break;

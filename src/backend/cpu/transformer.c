@@ -59,33 +59,37 @@ static void layer_norm(const gnode *y, const gnode *xn, void *const *in, double 
     }
 }
 
-/* LN_BWD_INPUT (g, x[, w]) ia [nnorm, has_w] */
+/* LN_BWD_INPUT (g, x[, w]) ia [nnorm, has_w]: the reference's centred form
+ * (ref_ln_bwd_input says why), its sums and the centring in double. */
 static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
     const float *g = in[0], *x = in[1], *w = y->ia[1] ? in[2] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
-    float scale = 1.0f / (float)n;
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float ms[CPU_LN_ROWS], as[CPU_LN_ROWS];
         int nr = ln_stats(x, r0, rows, n, eps, ms, as);
         for (int q = 0; q < nr; q++) {
             const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
-            float *o = out + (r0 + q) * n, m = ms[q], a = as[q], db = 0, ds = 0;
+            float *o = out + (r0 + q) * n;
+            double a = as[q], mu = 0, db = 0, ds = 0;
             if (w) { /* o holds w * g first: the loops stay free of branches */
 #pragma omp simd
                 for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
             } else {
                 memcpy(o, gr, (size_t)n * sizeof *o);
             }
-#pragma omp simd reduction(+ : db, ds)
+#pragma omp simd reduction(+ : mu, db)
             for (int64_t k = 0; k < n; k++) {
+                mu += xr[k];
                 db += o[k];
-                ds += o[k] * xr[k];
             }
-            /* PyTorch's form (the reference's comment): an inf g makes its row NaN */
-            float b = (db * m - ds) * a * a * a * scale, c = -b * m - db * a * scale;
+            mu /= (double)n;
+#pragma omp simd reduction(+ : ds)
+            for (int64_t k = 0; k < n; k++) ds += o[k] * (xr[k] - mu);
+            double b = -ds * a * a * a / (double)n, c = -db * a / (double)n;
+            if (!isfinite(ds) || !isfinite(db)) b = c = NAN; /* an inf g makes its row NaN, as in PyTorch */
 #pragma omp simd
-            for (int64_t k = 0; k < n; k++) o[k] = a * o[k] + b * xr[k] + c;
+            for (int64_t k = 0; k < n; k++) o[k] = (float)(a * o[k] + b * (xr[k] - mu) + c);
         }
     }
 }

@@ -100,15 +100,19 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_GT_SCALAR: case LT_OP_GE_SCALAR: case LT_OP_MASKED_FILL: case LT_OP_SIGN: case LT_OP_SILU:
     case LT_OP_SILU_BWD: case LT_OP_HARDSWISH: case LT_OP_HARDSWISH_BWD: case LT_OP_HARDSIGMOID:
     case LT_OP_HARDSIGMOID_BWD: case LT_OP_THRESHOLD_BWD: case LT_OP_HARDTANH_BWD: case LT_OP_SIGMOID_BWD:
-    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR:
+    case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR: case LT_OP_LERP_TENSOR: case LT_OP_BITWISE_AND:
+    case LT_OP_BITWISE_OR: case LT_OP_BITWISE_XOR: case LT_OP_BITWISE_NOT:
         ref_elementwise(y, in, sc, out);
         break;
     case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_ARGMAX: case LT_OP_ARGMIN:
-        ref_reduce(y, in, out);
+    case LT_OP_VAR: case LT_OP_STD:
+        ref_reduce(y, in, sc, out);
         break;
     case LT_OP_SOFTMAX: case LT_OP_LOG_SOFTMAX: ref_softmax(y, in, out); break;
+    case LT_OP_CUMSUM: ref_cumsum(y, in, out); break;
     case LT_OP_MATMUL: ref_matmul(y, in, out); break;
     case LT_OP_CAT: ref_cat(y, in, out); break;
+    case LT_OP_FLIP: ref_flip(y, in, out); break;
     case LT_OP_AS_STRIDED: ref_as_strided(y, in, out); break;
     case LT_OP_AS_STRIDED_SCATTER: ref_as_strided_scatter(y, in, out); break;
     case LT_OP_AS_STRIDED_BACKWARD: ref_as_strided_backward(y, in, out); break;

@@ -97,6 +97,12 @@ REF_DIV_FLOOR(double, fmod, floor, copysign)
 REF_DIV_FLOOR(float, fmodf, floorf, copysignf)
 #undef REF_DIV_FLOOR
 
+/* torch's lerp with a tensor weight: the side by |weight| (Lerp.h), in
+ * double; shared with the cpu tiles. */
+static inline double ref_lerp(double a, double b, double w) {
+    return fabs(w) < 0.5 ? a + w * (b - a) : b - (b - a) * (1.0 - w);
+}
+
 static inline double ref_gelu(double x, int tanh_form) {
     if (tanh_form) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
@@ -123,10 +129,12 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
 int ref_scratch_reserve(const exec_graph *g);
 double *ref_scratch(int64_t n);
 void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *out);
-void ref_reduce(const gnode *y, const ref_arg *in, void *out);
+void ref_reduce(const gnode *y, const ref_arg *in, const double *sc, void *out);
+void ref_cumsum(const gnode *y, const ref_arg *in, void *out);
 void ref_softmax(const gnode *y, const ref_arg *in, void *out);
 void ref_matmul(const gnode *y, const ref_arg *in, void *out);
 void ref_cat(const gnode *y, const ref_arg *in, void *out);
+void ref_flip(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_backward(const gnode *y, const ref_arg *in, void *out); /* ref_grad.c */

@@ -34,6 +34,22 @@ void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out) {
                 memcpy((char *)out + (size_t)off * es, src + (size_t)i * es, es));
 }
 
+/* ia: [mask of the flipped dims]. Output element by element: its source
+ * index has the flipped coordinates mirrored. */
+void ref_flip(const gnode *y, const ref_arg *in, void *out) {
+    int64_t idx[LT_MAX_DIMS] = {0};
+    for (int64_t o = 0; o < y->numel; o++) {
+        int64_t src = 0;
+        for (int d = 0; d < y->ndim; d++)
+            src = src * y->shape[d] + ((y->ia[0] >> d) & 1 ? y->shape[d] - 1 - idx[d] : idx[d]);
+        cp_elem(out, (lt_dtype)y->dtype, o, in[0].data, in[0].dtype, src);
+        for (int d = y->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < y->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
 /* ia: [dim]. Inputs may differ in dtype; each element converts. */
 void ref_cat(const gnode *y, const ref_arg *in, void *out) {
     int dim = (int)y->ia[0];

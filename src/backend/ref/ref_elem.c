@@ -77,6 +77,7 @@ static double f_apply(int op, const double *x, const double *s, int single) {
     case LT_OP_LERP: /* PyTorch's two-sided formula */
         return s[0] < 0.5 ? a + s[0] * (b - a) : b - (b - a) * (1.0 - s[0]);
     case LT_OP_WHERE: return x[0] != 0 ? x[1] : x[2];
+    case LT_OP_LERP_TENSOR: return ref_lerp(a, b, x[2]);
     case LT_OP_ADDCMUL: return a + s[0] * b * x[2];
     case LT_OP_ADDCDIV: return a + s[0] * (b / x[2]);
     default: /* not elementwise: the dispatch in ref.c never sends it here */
@@ -98,7 +99,7 @@ static int64_t ipow(int64_t b, int64_t e) {
 }
 
 /* Integer math wraps like two's complement (unsigned arithmetic), as PyTorch's does in practice. */
-static int64_t i_apply(int op, const int64_t *x, const double *s) {
+static int64_t i_apply(int op, const int64_t *x, const double *s, int boolean) {
     int64_t a = x[0], b = x[1];
     switch (op) { /* elementwise ops only, hence the default */
     case LT_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -149,6 +150,10 @@ static int64_t i_apply(int op, const int64_t *x, const double *s) {
     }
     case LT_OP_ADDCMUL: /* PyTorch truncates value to the integer type first */
         return (int64_t)((uint64_t)a + (uint64_t)(int64_t)s[0] * (uint64_t)b * (uint64_t)x[2]);
+    case LT_OP_BITWISE_AND: return a & b;
+    case LT_OP_BITWISE_OR: return a | b;
+    case LT_OP_BITWISE_XOR: return a ^ b;
+    case LT_OP_BITWISE_NOT: return boolean ? !a : ~a; /* the store narrows (uint8: ~5 is 250) */
     default: /* float-only ops never take the integer path */
         break;
     }
@@ -197,7 +202,7 @@ void ref_elementwise(const gnode *y, const ref_arg *in, const double *sc, void *
         } else {
             int64_t x[3] = {0, 0, 0};
             for (int j = 0; j < nin; j++) x[j] = ld_i(in[j].data, in[j].dtype, off[j]);
-            st_i(out, (lt_dtype)y->dtype, i, i_apply(y->op, x, sc));
+            st_i(out, (lt_dtype)y->dtype, i, i_apply(y->op, x, sc, cd == LT_BOOL));
         }
         for (int d = nd - 1; d >= 0; d--) { /* advance the counter */
             idx[d]++;

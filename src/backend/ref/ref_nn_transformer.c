@@ -55,24 +55,33 @@ void ref_layer_norm(const gnode *y, const ref_arg *in, const double *sc, void *o
 }
 
 /* in: grad_out, x, [weight] -> grad_x. ia [nnorm, has_weight]; sc [eps].
- * PyTorch's form: with wg = w * g, ds = sum(wg x), db = sum(wg), a = rstd,
- * b = (db mean - ds) a^3 / n and c = -b mean - db a / n, dx = a wg + b x + c
- * (so an inf g makes its whole row NaN, as there). */
+ * With wg = w * g, a = rstd (the forward's), mu the row's mean in double,
+ * db = sum(wg) and ds = sum(wg (x - mu)): dx = a wg - ds a^3/n (x - mu) -
+ * db a/n. PyTorch's form, dx = a wg + b x + c with b = (db mean -
+ * sum(wg x)) a^3/n and c = -b mean - db a/n, is the same algebra but
+ * subtracts terms far larger than their difference when the row's spread
+ * is small beside its mean (a row of 2 elements: ~3000x); centred values
+ * keep that difference exact. A non-finite db or ds (an inf or NaN g or x)
+ * makes the row NaN, as PyTorch's b and c make it. */
 void ref_ln_bwd_input(const gnode *y, const ref_arg *in, const double *sc, void *out) {
     const ref_arg *g = &in[0], *x = &in[1], *w = y->ia[1] ? &in[2] : NULL;
     int64_t inner = ln_inner(x, y->ia[0]), rows = x->numel / inner;
     for (int64_t r = 0; r < rows; r++) {
-        double m, a, ds = 0, db = 0;
+        double m, a, mu = 0, ds = 0, db = 0;
         ln_row_stats(x, r, inner, sc[0], &m, &a);
+        for (int64_t k = 0; k < inner; k++) mu += ld_f(x->data, x->dtype, r * inner + k);
+        mu /= (double)inner;
         for (int64_t k = 0; k < inner; k++) {
             double wg = ld_f(g->data, g->dtype, r * inner + k) * (w ? ld_f(w->data, w->dtype, k) : 1.0);
-            ds += wg * ld_f(x->data, x->dtype, r * inner + k);
+            ds += wg * (ld_f(x->data, x->dtype, r * inner + k) - mu);
             db += wg;
         }
-        double b = (db * m - ds) * a * a * a / (double)inner, c = -b * m - db * a / (double)inner;
+        double b = -ds * a * a * a / (double)inner, c = -db * a / (double)inner;
+        bool bad = !isfinite(ds) || !isfinite(db);
         for (int64_t k = 0; k < inner; k++) {
             double wg = ld_f(g->data, g->dtype, r * inner + k) * (w ? ld_f(w->data, w->dtype, k) : 1.0);
-            st_f(out, (lt_dtype)y->dtype, r * inner + k, a * wg + b * ld_f(x->data, x->dtype, r * inner + k) + c);
+            double v = a * wg + b * (ld_f(x->data, x->dtype, r * inner + k) - mu) + c;
+            st_f(out, (lt_dtype)y->dtype, r * inner + k, bad ? NAN : v);
         }
     }
 }
