@@ -191,6 +191,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
+ * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);
 /* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
  * mean and biased variance of each, bit for bit the reference's
  * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */

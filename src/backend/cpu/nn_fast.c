@@ -289,6 +289,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
     case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
         return cpu_transformer_run(g, y, in, sc, out);
+    case LT_OP_AS_STRIDED_BACKWARD: return cpu_as_strided_backward(y, a0, in[0], out);
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
 }
