@@ -327,6 +327,18 @@ static void matmul_cases(void) {
             lt_free(x);
             lt_free(r.y);
         }
+    /* operands that are transposes of matrices (a linear layer's weight
+     * gradient, g^T x): the cpu backend reads the matrix, the GEMM transposes */
+    for (int c = 0; c < 4; c++) {
+        int64_t n = 1 + rint_(70), k = 2 + rint_(70), m = 2 + rint_(70);
+        lt_tensor *a = rand_tensor(LT_F32, 2, c & 1 ? (int64_t[]){k, n} : (int64_t[]){n, k}, 0);
+        lt_tensor *b = rand_tensor(LT_F32, 2, c & 2 ? (int64_t[]){m, k} : (int64_t[]){k, m}, 0);
+        rctx r = {LT_OP_MATMUL, 0, {0}, 0, c & 1 ? lt_t(a) : a, c & 2 ? lt_t(b) : b};
+        differential("matmul of transposes", LT_OP_MATMUL, make_reduce, &r, 1e-5);
+        if (r.x != a) lt_free(r.x);
+        if (r.y != b) lt_free(r.y);
+        lt_free(a), lt_free(b);
+    }
 }
 
 typedef struct vctx {

@@ -91,6 +91,7 @@ typedef struct kernel {
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
+    uint8_t trans;   /* K_MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -168,7 +169,11 @@ void tpolicy_record(tpolicy *p, double seconds, int (*contended)(int threads));
 int cpu_contended(int threads);
 
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
-int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
+/* trans: bit 0, A holds a's matrix transposed ((k, n) row-major); bit 1, B
+ * holds b's ((m, k)); only for 2-D operands. */
+int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C, int trans);
+/* Does cpu_dnnl_matmul run (oneDNN was built in)? */
+int cpu_dnnl_has_sgemm(void);
 /* A library op (conv2d and its backward ops, avg pooling and its
  * backward, linear; bfloat16 matmul) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
