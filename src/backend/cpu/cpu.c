@@ -233,6 +233,24 @@ static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in
         }
 }
 
+/* A kernel span's args: its node, and the bytes it reads and writes and its
+ * multiply-adds x 2, so a timeline tells how far each kernel is from the
+ * memory bandwidth or the FMA peak (bench/gpt_profile.py). */
+static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *kn, const gnode *y) {
+    exec_node_args(buf, n, g, y);
+    double bytes = 0;
+    for (int i = 0; i < kn->nread; i++) {
+        const gnode *v = &g->nodes[kn->read[i]];
+        bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
+    }
+    for (int i = 0; i < kn->nwrite; i++) {
+        const gnode *v = &g->nodes[kn->write[i]];
+        bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
+    }
+    size_t l = strlen(buf);
+    if (l < n) snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f", bytes, node_flops(g, y));
+}
+
 static void *cpu_compile(const exec_graph *g0) {
     cpu_exe *e = core_calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -414,8 +432,8 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     }
-    char span_args[128];
-    if (LT_UNLIKELY(g_prof_kernels)) exec_node_args(span_args, sizeof span_args, g, y);
+    char span_args[192];
+    if (LT_UNLIKELY(g_prof_kernels)) kernel_args(span_args, sizeof span_args, g, kn, y);
     prof_kernel_end(kn->kind == K_BN_ACT                          ? "BN_APPLY_RELU"
                     : kn->kind == K_BN_BWD && kn->nread > y->nin ? "BN_BWD_RELU"
                                                                  : g_ops[y->op].name,
