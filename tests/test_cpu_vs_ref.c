@@ -339,6 +339,18 @@ static void matmul_cases(void) {
             lt_free(x);
             lt_free(r.y);
         }
+    /* operands that are transposes of matrices (a linear layer's weight
+     * gradient, g^T x): the cpu backend reads the matrix, the GEMM transposes */
+    for (int c = 0; c < 4; c++) {
+        int64_t n = 1 + rint_(70), k = 2 + rint_(70), m = 2 + rint_(70);
+        lt_tensor *a = rand_tensor(LT_F32, 2, c & 1 ? (int64_t[]){k, n} : (int64_t[]){n, k}, 0);
+        lt_tensor *b = rand_tensor(LT_F32, 2, c & 2 ? (int64_t[]){m, k} : (int64_t[]){k, m}, 0);
+        rctx r = {LT_OP_MATMUL, 0, {0}, 0, c & 1 ? lt_t(a) : a, c & 2 ? lt_t(b) : b};
+        differential("matmul of transposes", LT_OP_MATMUL, make_reduce, &r, 1e-5);
+        if (r.x != a) lt_free(r.x);
+        if (r.y != b) lt_free(r.y);
+        lt_free(a), lt_free(b);
+    }
 }
 
 typedef struct vctx {
@@ -1396,8 +1408,11 @@ static void layer_norm_case(int trial) {
 
 static void attention_case(int trial) {
     tctx c = {0};
-    static const int64_t Ds[] = {1, 3, 5, 8, 17, 33, 64};
-    int64_t s[4] = {1 + rint_(2), 1 + rint_(3), 1 + rint_(trial % 3 == 2 ? 140 : 40), Ds[rint_(7)]};
+    /* from trial 30 on, also every multiple of 16 up to DMAX = 128, the
+     * vector widths the kernel's loops over D run whole; T odd or not,
+     * across the tile sizes (32 queries, 64 keys) */
+    static const int64_t Ds[] = {1, 3, 5, 8, 17, 33, 64, 16, 32, 48, 80, 96, 112, 128};
+    int64_t s[4] = {1 + rint_(2), 1 + rint_(3), 1 + rint_(trial % 3 == 2 ? 140 : 40), Ds[rint_(trial < 30 ? 7 : 14)]};
     int nd = 2 + rint_(3);
     int64_t *sp = s + 4 - nd;
     lt_dtype dt = trial % 5 == 4 ? LT_F64 : LT_F32;
@@ -1443,7 +1458,7 @@ static void grad_norm_case(int trial) {
 
 TEST(transformer_ops) {
     for (int t = 0; t < 24; t++) layer_norm_case(t);
-    for (int t = 0; t < 30; t++) attention_case(t);
+    for (int t = 0; t < 60; t++) attention_case(t);
     for (int t = 0; t < 8; t++) grad_norm_case(t);
 }
 

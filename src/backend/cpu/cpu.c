@@ -219,6 +219,38 @@ static double node_flops(const exec_graph *g, const gnode *y) {
     }
 }
 
+/* A 2-D float32 matmul whose operands may be stored transposed (trans:
+ * cpu_dnnl_matmul's), for when oneDNN declines one (out of memory). */
+static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in, int trans, float *c) {
+    const float *a = in[0], *b = in[1];
+    int64_t n = y->shape[0], m = y->shape[1], k = g->nodes[y->in[0]].shape[1];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < m; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (double)a[trans & 1 ? p * n + i : i * k + p] * b[trans & 2 ? j * k + p : p * m + j];
+            c[i * m + j] = (float)s;
+        }
+}
+
+/* A kernel span's args: its node, and the bytes it reads and writes and its
+ * multiply-adds x 2, so a timeline tells how far each kernel is from the
+ * memory bandwidth or the FMA peak (bench/gpt_profile.py). */
+static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *kn, const gnode *y) {
+    exec_node_args(buf, n, g, y);
+    double bytes = 0;
+    for (int i = 0; i < kn->nread; i++) {
+        const gnode *v = &g->nodes[kn->read[i]];
+        bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
+    }
+    for (int i = 0; i < kn->nwrite; i++) {
+        const gnode *v = &g->nodes[kn->write[i]];
+        bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
+    }
+    size_t l = strlen(buf);
+    if (l < n) snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f", bytes, node_flops(g, y));
+}
+
 static void *cpu_compile(const exec_graph *g0) {
     cpu_exe *e = core_calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -341,8 +373,9 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     case K_MATMUL:
-        if (cpu_dnnl_matmul(y, &g->nodes[y->in[0]], &g->nodes[y->in[1]], rp[0], rp[1], wp[0]) == 0) break;
-        run_ref(g, y, rp, scalars, wp[0], args);
+        if (cpu_dnnl_matmul(y, &g->nodes[y->in[0]], &g->nodes[y->in[1]], rp[0], rp[1], wp[0], kn->trans) == 0) break;
+        if (kn->trans) matmul_2d_plain(g, y, rp, kn->trans, wp[0]); /* the reference reads no transposed operand */
+        else run_ref(g, y, rp, scalars, wp[0], args);
         break;
     case K_VIEW: break; /* shares its operand's bytes */
     case K_COLL: break; /* started above */
@@ -402,8 +435,8 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         break;
     }
     }
-    char span_args[128];
-    if (LT_UNLIKELY(g_prof_kernels)) exec_node_args(span_args, sizeof span_args, g, y);
+    char span_args[192];
+    if (LT_UNLIKELY(g_prof_kernels)) kernel_args(span_args, sizeof span_args, g, kn, y);
     prof_kernel_end(kn->kind == K_BN_ACT                          ? "BN_APPLY_RELU"
                     : kn->kind == K_BN_BWD && kn->nread > y->nin ? "BN_BWD_RELU"
                                                                  : g_ops[y->op].name,

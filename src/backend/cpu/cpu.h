@@ -95,6 +95,7 @@ typedef struct kernel {
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
+    uint8_t trans;   /* K_MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -172,7 +173,11 @@ void tpolicy_record(tpolicy *p, double seconds, int (*contended)(int threads));
 int cpu_contended(int threads);
 
 /* ---- library kernels (dnnl.c): 0 if done, -1 if the caller must fall back ---- */
-int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C);
+/* trans: bit 0, A holds a's matrix transposed ((k, n) row-major); bit 1, B
+ * holds b's ((m, k)); only for 2-D operands. */
+int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C, int trans);
+/* Does cpu_dnnl_matmul run (oneDNN was built in)? */
+int cpu_dnnl_has_sgemm(void);
 /* A library op (conv2d and its backward ops, avg pooling and its
  * backward, linear; bfloat16 matmul) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
@@ -195,6 +200,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
+ * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);
 /* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
  * mean and biased variance of each, bit for bit the reference's
  * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */

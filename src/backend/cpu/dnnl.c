@@ -34,9 +34,13 @@ static int dnnl_ready(void) {
     return state == 1;
 }
 
+int cpu_dnnl_has_sgemm(void) { return 1; }
+
 /* torch.matmul on float32 through dnnl_sgemm (row-major), one call per
- * batch matrix; batch dims broadcast as in ref_matmul. */
-int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C) {
+ * batch matrix; batch dims broadcast as in ref_matmul. A batch of a
+ * against one matrix b is one call over all of a's rows (a linear layer's
+ * input gradient: one (B T, O) @ (O, K) instead of B small ones). */
+int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C, int trans) {
     matmul_geom g;
     exec_matmul_geom(a->ndim, a->shape, b->ndim, b->shape, &g);
     int64_t n = g.n, k = g.k, m = g.m, nbatch = g.nbatch;
@@ -45,10 +49,13 @@ int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *
         memset(C, 0, (size_t)y->numel * 4);
         return 0;
     }
+    if (b->ndim <= 2 && a->ndim > 2) n *= nbatch, nbatch = 1; /* a's batches are contiguous rows */
+    char ta = trans & 1 ? 'T' : 'N', tb = trans & 2 ? 'T' : 'N';
+    int64_t lda = trans & 1 ? n : k, ldb = trans & 2 ? k : m;
     for (int64_t t = 0; t < nbatch; t++) {
         int64_t oa, ob;
         exec_matmul_batch(&g, t, &oa, &ob);
-        if (dnnl_sgemm('N', 'N', n, m, k, 1.0f, (const float *)A + oa, k, (const float *)B + ob, m, 0.0f,
+        if (dnnl_sgemm(ta, tb, n, m, k, 1.0f, (const float *)A + oa, lda, (const float *)B + ob, ldb, 0.0f,
                        (float *)C + t * n * m, m) != dnnl_success)
             return -1; /* nothing was written that the reference kernel will not overwrite */
     }
@@ -779,8 +786,9 @@ int cpu_dnnl_run(const cpu_dnnl *d, void *const *in, void *out, char *scratch) {
 
 #else
 
-int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C) {
-    (void)y, (void)a, (void)b, (void)A, (void)B, (void)C;
+int cpu_dnnl_has_sgemm(void) { return 0; }
+int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *A, const void *B, void *C, int trans) {
+    (void)y, (void)a, (void)b, (void)A, (void)B, (void)C, (void)trans;
     return -1;
 }
 cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {

@@ -454,6 +454,48 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* Is value v a 2-D float32 transpose of a contiguous matrix, made by a
+ * K_STRIDED kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
+static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_t *made_by, int32_t v) {
+    const gnode *y = &g->nodes[v];
+    if (y->op != LT_OP_AS_STRIDED || y->ndim != 2 || y->dtype != LT_F32 || made_by[v] < 0 ||
+        ks[made_by[v]].kind != K_STRIDED)
+        return -1;
+    if (y->ia[0] != 1 || y->ia[1] != y->shape[0] || y->ia[2] != 0 || y->shape[0] < 2 || y->shape[1] < 2) return -1;
+    return g->nodes[y->in[0]].numel == y->numel ? y->in[0] : -1;
+}
+
+/* A 2-D matmul of a transposed matrix (a linear layer's weight gradient,
+ * g^T x) reads the matrix itself and lets the GEMM transpose it: the
+ * transposed copy, a strided pass over a large activation gradient, is
+ * dropped once no other kernel reads it. */
+static int matmul_transposed_reads(const exec_graph *g, kernel *ks, int *nk) {
+    if (!cpu_dnnl_has_sgemm()) return 0;
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
+    for (int q = 0; rc == 0 && q < *nk; q++) {
+        kernel *kn = &ks[q];
+        if (kn->kind != K_MATMUL) continue;
+        const gnode *y = &g->nodes[kn->node];
+        if (g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) continue;
+        for (int i = 0; i < 2; i++) {
+            int32_t v = kn->read[i], src = transposed_of(g, ks, made_by, v);
+            if (src < 0) continue;
+            kn->read[i] = src;
+            kn->trans |= (uint8_t)(1u << i);
+            readers[src]++;
+            if (--readers[v] == 0 && !is_root[v]) {
+                kernel_clear(&ks[made_by[v]]);
+                ks[made_by[v]].node = -1; /* a hole, squeezed out below */
+            }
+        }
+    }
+    squeeze_holes(ks, nk);
+    core_free(made_by), core_free(readers), core_free(is_root);
+    return rc;
+}
+
 /* Is load register `reg` of program p the scalar 0 (a FILL of 0, which is
  * baked into the graph, never a runtime scalar)? */
 static int zero_load(const exec_graph *g, const tprog *p, int reg) {
@@ -633,7 +675,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || matmul_transposed_reads(g, ks, &nkern)) goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
