@@ -318,6 +318,49 @@ TEST(grad_compress_bf16) {
     exec_set_backend(-1);
 }
 
+/* ZeRO-1's ops: a tensor of n elements in W chunks of c = ceil(n / W),
+ * zero-padded. Rank R's reduce-scatter holds the reduction of chunk R,
+ * its shard its own chunk R, and the all-gather of the shards puts element
+ * i of rank i / c in place i. Several shapes (n below, at and above a
+ * multiple of W, empty), in one graph, both backends. */
+TEST(reduce_scatter_all_gather) {
+    static const int64_t shapes[5][2] = {{7, 3}, {2, 2}, {1, 1}, {0, 4}, {6, 1}};
+    static const lt_dtype dts[4] = {LT_F32, LT_F64, LT_I64, LT_BF16};
+    for (int be = 0; be < 2; be++)
+        for (int d = 0; d < 4; d++)
+            for (int k = 0; k < 5; k++) {
+                exec_set_backend(be);
+                lt_dtype dt = dts[d];
+                lt_reduce_op op = dt == LT_I64 ? LT_REDUCE_SUM : OPS[k % 4];
+                lt_tensor *t = rank_tensor(dt, 2, shapes[k], R), *rs = lt_reduce_scatter(t, op), *sh = lt_dist_shard(t);
+                lt_tensor *u = lt_zeros(dt, 2, shapes[k]);
+                CHECK(lt_all_gather_(u, sh) == u);
+                lt_mark_step();
+                CHECK_NO_ERR();
+                int64_t n = lt_numel(t), c = (n + W - 1) / W;
+                CHECK(lt_ndim(rs) == 1 && lt_numel(rs) == c && lt_numel(sh) == c);
+                double *a = h_read(rs), *b = h_read(sh), *g = h_read(u);
+                for (int64_t i = 0; i < c; i++) {
+                    int64_t at = R * c + i;
+                    double ea = at < n ? expected(op, at, dt) : 0, eb = at < n ? value(R, at, dt) : 0;
+                    CHECK_MSG(a[i] == ea && b[i] == eb, "%s shape %d op %d backend %d: chunk element %lld: reduce-scatter "
+                              "%g (expected %g), shard %g (expected %g), rank %d of %d", lt_dtype_name(dt), k, (int)op,
+                              be, (long long)i, a[i], ea, b[i], eb, R, W);
+                }
+                for (int64_t i = 0; i < n; i++)
+                    CHECK_MSG(g[i] == value((int)(i / c), i, dt), "%s shape %d backend %d: gathered element %lld is %g, "
+                              "expected rank %d's %g", lt_dtype_name(dt), k, be, (long long)i, g[i], (int)(i / c),
+                              value((int)(i / c), i, dt));
+                free(a), free(b), free(g);
+                lt_free(t), lt_free(rs), lt_free(sh), lt_free(u);
+            }
+    exec_set_backend(-1);
+    lt_tensor *t = lt_zeros(LT_F32, 1, (int64_t[]){4}), *s = lt_zeros(LT_F32, 1, (int64_t[]){5});
+    CHECK(lt_all_gather_(t, s) == NULL); /* a shard of the wrong size */
+    CHECK_ERR(LT_ERR_SHAPE);
+    lt_free(t), lt_free(s);
+}
+
 int main(void) {
     CHECK(lt_dist_init() == 0);
     R = lt_dist_rank();
@@ -331,5 +374,6 @@ int main(void) {
     RUN(mismatched_graphs_error);
     RUN(requires_grad);
     RUN(grad_compress_bf16);
+    RUN(reduce_scatter_all_gather);
     return h_report();
 }

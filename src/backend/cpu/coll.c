@@ -9,7 +9,13 @@
  * copies its operands into one staging buffer and issues ONE collective
  * (LT_DIST_BUCKET_MB, 0 = off): a ResNet-50 step issues tens, not hundreds.
  * A bucket closes when the next one would not fit, or before a kernel that
- * reads one of its results; it starts where its last member was ready. */
+ * reads one of its results; it starts where its last member was ready.
+ *
+ * REDUCE_SCATTER and ALL_GATHER (ZeRO-1) always run through a staging
+ * buffer of every rank's chunks, since their operand and result differ in
+ * size: the operand is copied in (zero-padded) at the start, the result
+ * out at the wait. They are not bucketed: the optimizer issues one per
+ * parameter, in the order backward makes the gradients. */
 #include "cpu.h"
 
 #include "../../dist/dist.h"
@@ -17,8 +23,20 @@
 
 static size_t value_bytes(const gnode *y) { return (size_t)y->numel * dtype_size((lt_dtype)y->dtype); }
 
+static int is_shard_op(int op) { return op == LT_OP_REDUCE_SCATTER || op == LT_OP_ALL_GATHER; }
+
+/* A collective that may join a bucket. */
 static int is_coll(const exec_graph *g, const kernel *k) {
-    return k->kind == K_COLL && g_ops[g->nodes[k->node].op].flags & COLLECTIVE;
+    return k->kind == K_COLL && g_ops[g->nodes[k->node].op].flags & COLLECTIVE && !is_shard_op(g->nodes[k->node].op);
+}
+
+/* A REDUCE_SCATTER or ALL_GATHER node's chunk, and its staging buffer's bytes (every rank's chunk). */
+static int64_t shard_chunk(const exec_graph *g, const gnode *y) {
+    return y->op == LT_OP_REDUCE_SCATTER ? y->numel : g->nodes[y->in[0]].numel;
+}
+static size_t shard_stage_bytes(const exec_graph *g, const gnode *y) {
+    int64_t w = y->op == LT_OP_REDUCE_SCATTER ? y->ia[1] : y->ia[0];
+    return (size_t)(w * shard_chunk(g, y)) * dtype_size((lt_dtype)y->dtype);
 }
 
 /* Can collective kernel b join a bucket whose first member is a? */
@@ -139,7 +157,10 @@ int cpu_coll_plan(const exec_graph *g, const kernel *k, int nk, coll_plan *cp) {
             if (first_read[k[j].write[i]] < w) w = first_read[k[j].write[i]];
         wait_at[j] = w;
         cp->wait_start[w + 1]++;
-        if (k[j].nmembers > 1) {
+        if (is_shard_op(g->nodes[k[j].node].op)) {
+            size_t b = shard_stage_bytes(g, &g->nodes[k[j].node]);
+            if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
+        } else if (k[j].nmembers > 1) {
             size_t b = 0;
             for (int i = 0; i < k[j].nwrite; i++) b += value_bytes(&g->nodes[k[j].write[i]]);
             if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
@@ -161,8 +182,9 @@ done:
 }
 
 static int start(const gnode *y, void *buf, int64_t n) {
-    int bcast = y->op == LT_OP_BROADCAST;
-    int r = dist_start(bcast, buf, n, (lt_dtype)y->dtype, (int)y->ia[0]);
+    enum dist_coll kind = y->op == LT_OP_BROADCAST ? DIST_BROADCAST : y->op == LT_OP_REDUCE_SCATTER ? DIST_REDUCE_SCATTER
+                        : y->op == LT_OP_ALL_GATHER ? DIST_ALL_GATHER : DIST_ALL_REDUCE;
+    int r = dist_start(kind, buf, n, (lt_dtype)y->dtype, (int)y->ia[0]);
     LT_ASSERT(r >= 0); /* the sync checked the group is open; only OOM is left, and dist_start runs blocking then */
     return r;
 }
@@ -170,6 +192,18 @@ static int start(const gnode *y, void *buf, int64_t n) {
 void cpu_coll_start(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, void *const *rp, void *const *wp) {
     const gnode *y = &g->nodes[kn->node];
     char *stage = cp->stage[j];
+    if (is_shard_op(y->op)) {
+        int64_t c = shard_chunk(g, y);
+        size_t es = dtype_size((lt_dtype)y->dtype), in = value_bytes(&g->nodes[y->in[0]]);
+        if (y->op == LT_OP_REDUCE_SCATTER) { /* the whole operand, zero-padded to every rank's chunk */
+            memcpy(stage, rp[0], in);
+            memset(stage + in, 0, shard_stage_bytes(g, y) - in);
+        } else { /* this rank's chunk in its place */
+            memcpy(stage + (size_t)(dist_rank() * c) * es, rp[0], in);
+        }
+        cp->req[j] = start(y, stage, c);
+        return;
+    }
     if (!stage) { /* one member: in place on its result */
         if (wp[0] != rp[0]) memcpy(wp[0], rp[0], value_bytes(y));
         cp->req[j] = start(y, wp[0], y->numel);
@@ -193,6 +227,10 @@ void cpu_coll_wait(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, 
     cp->req[j] = -1;
     char *stage = cp->stage[j];
     if (!stage) return;
+    if (is_shard_op(g->nodes[kn->node].op)) { /* the result: the chunk at the start, or the first numel gathered */
+        memcpy(sp[slot_of[kn->write[0]]], stage, value_bytes(&g->nodes[kn->node]));
+        return;
+    }
     size_t off = 0;
     for (int i = 0; i < kn->nwrite; i++) {
         const gnode *x = &g->nodes[kn->write[i]];
