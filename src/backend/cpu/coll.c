@@ -259,7 +259,7 @@ void cpu_coll_wait(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, 
             const gnode *x = &g->nodes[kn->write[i]];
             char *out = sp[slot_of[kn->write[i]]];
             int64_t c = shard_chunk(g, x), n = x->numel;
-            if (x->op == LT_OP_REDUCE_SCATTER) memcpy(out, stage + (size_t)off * es, (size_t)c * es);
+            if (x->op == LT_OP_REDUCE_SCATTER && c) memcpy(out, stage + (size_t)off * es, (size_t)c * es);
             for (int64_t r = 0; x->op == LT_OP_ALL_GATHER && r < w; r++) {
                 int64_t have = chunk_have(n, r, c);
                 if (have) memcpy(out + (size_t)(r * c) * es, stage + (size_t)(r * cc + off) * es, (size_t)have * es);
