@@ -89,8 +89,8 @@ lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op) {
     if ((int)op < 0 || (int)op >= DIST_NOPS)
         return err_set(LT_ERR_ARG, "%s: argument 'op' is %d; expected LT_REDUCE_SUM, _MEAN, _MAX or _MIN", fn, (int)op);
     if (t && t->magic == LT_HANDLE_MAGIC && op == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)t->dtype))
-        return err_set(LT_ERR_DTYPE, "%s: reduction '%s' needs a floating-point tensor, got %s", fn, op_names[op],
-                       dtype_name((lt_dtype)t->dtype));
+        return err_set(LT_ERR_DTYPE, "%s: argument 't' is %s; reduction '%s' needs a floating-point tensor", fn,
+                       dtype_name((lt_dtype)t->dtype), op_names[op]);
     return chunk_node(fn, t, LT_OP_REDUCE_SCATTER, 2, (int64_t[]){op, dist_world()});
 }
 
@@ -105,11 +105,13 @@ lt_tensor *lt_all_gather_(lt_tensor *t, lt_tensor *shard) {
     if (api_check(fn, "t", t) || api_check(fn, "shard", shard)) return NULL;
     int64_t w = dist_world(), c = chunk_of(fn, t, w);
     if (c < 0) return NULL;
-    if (shard->ndim != 1 || shard->shape[0] != c || shard->dtype != t->dtype)
-        return err_set(LT_ERR_SHAPE, "%s: argument 'shard' is %s %s; t (%s %s, %lld elements over %lld ranks) needs "
-                                     "%s (%lld)", fn, dtype_name((lt_dtype)shard->dtype),
-                       SHAPE_STR(shard->ndim, shard->shape), dtype_name((lt_dtype)t->dtype), SHAPE_STR(t->ndim, t->shape),
-                       (long long)t->numel, (long long)w, dtype_name((lt_dtype)t->dtype), (long long)c);
+    if (shard->dtype != t->dtype)
+        return err_set(LT_ERR_DTYPE, "%s: argument 'shard' is %s, t is %s", fn, dtype_name((lt_dtype)shard->dtype),
+                       dtype_name((lt_dtype)t->dtype));
+    if (shard->ndim != 1 || shard->shape[0] != c)
+        return err_set(LT_ERR_SHAPE, "%s: argument 'shard' is %s; t (%s, %lld elements over %lld ranks) needs (%lld)",
+                       fn, SHAPE_STR(shard->ndim, shard->shape), SHAPE_STR(t->ndim, t->shape), (long long)t->numel,
+                       (long long)w, (long long)c);
     if (t->overlaps)
         return err_set(LT_ERR_ARG, "%s: argument 't' is an expanded view: more than one element refers to a single memory location", fn);
     if (LT_UNLIKELY(g_ag_on) && t->ag != AG_DETACHED && t->st->grad_owner)
