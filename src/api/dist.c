@@ -24,15 +24,20 @@ void lt_dist_abort(int code) { dist_abort(code); }
 
 static const char *const op_names[DIST_NOPS] = {"sum", "mean", "max", "min"};
 
+/* Can t take a collective's result in place? 0, or -1 with an error. */
+static int check_target(const char *fn, const lt_tensor *t) {
+    if (t->overlaps)
+        return err_set(LT_ERR_ARG, "%s: argument 't' is an expanded view: more than one element refers to a single memory location", fn), -1;
+    if (LT_UNLIKELY(g_ag_on) && t->ag != AG_DETACHED && t->st->grad_owner)
+        return err_set(LT_ERR_STATE, "%s: argument 't' requires grad and collectives are not differentiable; call it "
+                                     "between lt_no_grad_begin() and lt_no_grad_end() (gradients: lt_dist_average_grads)", fn), -1;
+    return 0;
+}
+
 /* One node (ALL_REDUCE or BROADCAST) over t's value, assigned to t. */
 static lt_tensor *collective(const char *fn, lt_tensor *t, int op, int64_t arg) {
     API_ENTER();
-    if (api_check(fn, "t", t)) return NULL;
-    if (t->overlaps)
-        return err_set(LT_ERR_ARG, "%s: argument 't' is an expanded view: more than one element refers to a single memory location", fn);
-    if (LT_UNLIKELY(g_ag_on) && t->ag != AG_DETACHED && t->st->grad_owner)
-        return err_set(LT_ERR_STATE, "%s: argument 't' requires grad and collectives are not differentiable; call it "
-                                     "between lt_no_grad_begin() and lt_no_grad_end() (gradients: lt_dist_average_grads)", fn);
+    if (api_check(fn, "t", t) || check_target(fn, t)) return NULL;
     ir_node *v = func_value(t);
     if (!v) return NULL;
     int64_t ia[2] = {arg, dist_world()};
@@ -112,11 +117,7 @@ lt_tensor *lt_all_gather_(lt_tensor *t, lt_tensor *shard) {
         return err_set(LT_ERR_SHAPE, "%s: argument 'shard' is %s; t (%s, %lld elements over %lld ranks) needs (%lld)",
                        fn, SHAPE_STR(shard->ndim, shard->shape), SHAPE_STR(t->ndim, t->shape), (long long)t->numel,
                        (long long)w, (long long)c);
-    if (t->overlaps)
-        return err_set(LT_ERR_ARG, "%s: argument 't' is an expanded view: more than one element refers to a single memory location", fn);
-    if (LT_UNLIKELY(g_ag_on) && t->ag != AG_DETACHED && t->st->grad_owner)
-        return err_set(LT_ERR_STATE, "%s: argument 't' requires grad and collectives are not differentiable; call it "
-                                     "between lt_no_grad_begin() and lt_no_grad_end()", fn);
+    if (check_target(fn, t)) return NULL;
     ir_node *v = func_value(shard);
     if (!v) return NULL;
     ir_node *n = ir_new(LT_OP_ALL_GATHER, (lt_dtype)t->dtype, t->ndim, t->shape, 1, &v, 1, &w, 0, NULL);
