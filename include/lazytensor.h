@@ -548,6 +548,13 @@ int    lt_optim_set(lt_optim *o, int group, const char *name, double value);
 double lt_optim_get(const lt_optim *o, int group, const char *name);
 void   lt_optim_set_lr(lt_optim *o, double lr);                             /* every group */
 int    lt_optim_step(lt_optim *o);                                          /* 0 = ok; traces, does not sync */
+/* lt_optim_step first clips the gradients it uses to a total 2-norm of
+ * max_norm, as lt_clip_grad_norm_ over every parameter (0: off, the
+ * default); the only way to clip with a sharded optimizer
+ * (lt_dist_set_shard_optimizer). 0, or -1 for a negative or infinite value. */
+int    lt_optim_set_max_grad_norm(lt_optim *o, double max_norm);
+/* Bytes of this rank's optimizer state (sharded: its chunks only). */
+size_t lt_optim_state_bytes(const lt_optim *o);
 void   lt_optim_zero_grad(lt_optim *o);                                     /* lt_zero_grad on each parameter */
 /* torch.nn.utils.clip_grad_norm_: scales the gradients of params (those
  * that have one) in place by min(1, max_norm / (total_norm + 1e-6)).
@@ -722,6 +729,32 @@ int  lt_dist_set_grad_compress(lt_grad_compress mode);
  * rank x B. Off by default (per-rank statistics, as PyTorch DDP); a world
  * of one is unaffected. Every rank must set the same value. */
 void lt_dist_set_sync_bn(bool on);
+/* ZeRO-1: optimizer state sharded over the ranks. While on, in a world of
+ * N > 1 ranks, optimizers made afterwards keep their state (SGD's momentum,
+ * Adam's moments) only for this rank's 1/N chunk of each parameter,
+ * flattened: N times less state per rank. Their lt_optim_step takes each
+ * rank's own gradients, reduce-scatters their mean, clips them if
+ * lt_optim_set_max_grad_norm asks, updates this rank's chunk of each
+ * parameter and all-gathers the parameters, all traced into the step's
+ * graph. Meanwhile lt_dist_average_grads does nothing (the step averages)
+ * and lt_clip_grad_norm_ fails (no rank holds the averaged gradients:
+ * clip with lt_optim_set_max_grad_norm). A sharded optimizer's
+ * lt_optim_state and lt_optim_load_state deal in whole tensors, so a
+ * checkpoint does not depend on the world size: lt_optim_state is then
+ * collective (every rank calls it; it all-gathers the state and syncs),
+ * and loading keeps this rank's chunk of each tensor. Every rank must set
+ * the same value; off by default; a world of one is unaffected. */
+void lt_dist_set_shard_optimizer(bool on);
+/* ZeRO-1's collectives, for tensors cut into N chunks of c = ceil(n / N) of
+ * their n elements, flattened and zero-padded. lt_reduce_scatter: a new (c)
+ * tensor, this rank's chunk of the reduction over the ranks of each rank's
+ * t. lt_dist_shard: a new (c) tensor, this rank's chunk of t (no
+ * communication). lt_all_gather_: t := every rank's shard (c) in rank
+ * order, its first n elements in t's shape; returns t. Borrow their
+ * arguments; NULL on error. */
+lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op);
+lt_tensor *lt_dist_shard(lt_tensor *t);
+lt_tensor *lt_all_gather_(lt_tensor *t, lt_tensor *shard);
 
 #ifdef __cplusplus
 }

@@ -1608,6 +1608,19 @@ static lt_tensor *make_collective(void *p) {
     return out;
 }
 
+/* ZeRO-1's ops (a world of one: a chunk is the whole tensor, flattened):
+ * through a view, the chunk gathered back into a tensor of y's shape. */
+static lt_tensor *make_shard_op(void *p) {
+    cctx *c = p;
+    lt_tensor *y = lt_clone(c->x), *v = lt_ndim(y) >= 2 ? lt_transpose(y, 0, 1) : lt_clone(y);
+    lt_tensor *k = c->op == LT_OP_REDUCE_SCATTER ? lt_reduce_scatter(v, LT_REDUCE_SUM) : lt_dist_shard(v);
+    lt_tensor *out = k ? lt_all_gather_(y, k) : NULL;
+    lt_free(v);
+    lt_free(k);
+    if (!out) lt_free(y);
+    return out;
+}
+
 static void collective_cases(void) {
     char what[64];
     for (int op = LT_OP_ALL_REDUCE; op <= LT_OP_BROADCAST; op++)
@@ -1620,6 +1633,17 @@ static void collective_cases(void) {
                 differential(what, op, make_collective, &c, 1e-6);
                 lt_free(c.x);
             }
+    int shard_ops[2] = {LT_OP_REDUCE_SCATTER, LT_OP_SHARD};
+    for (int k = 0; k < 2; k++)
+        for (int dt = 0; dt < NDT; dt++) {
+            int64_t s[LT_MAX_DIMS];
+            int nd = rand_shape(s);
+            cctx c = {shard_ops[k], rand_tensor((lt_dtype)dt, nd, s, 0)};
+            snprintf(what, sizeof what, "%s dtype %d", g_ops[shard_ops[k]].name, dt);
+            if (differential(what, shard_ops[k], make_shard_op, &c, 1e-6)) /* and ALL_GATHER, around both */
+                covered[LT_OP_ALL_GATHER] = 1, covered_bf16[LT_OP_ALL_GATHER] |= g_bf16;
+            lt_free(c.x);
+        }
 }
 
 TEST(collectives) { collective_cases(); }

@@ -318,6 +318,66 @@ TEST(grad_compress_bf16) {
     exec_set_backend(-1);
 }
 
+/* ZeRO-1's ops: a tensor of n elements in W chunks of c = ceil(n / W),
+ * zero-padded. Rank R's reduce-scatter holds the reduction of chunk R,
+ * its shard its own chunk R, and the all-gather of the shards puts element
+ * i of rank i / c in place i. Several shapes (n below, at and above a
+ * multiple of W, empty) in one graph, on the reference backend and on the
+ * cpu one with buckets off and on (one reduce-scatter and one all-gather
+ * for all shapes: every rank's part of the stage holds every member's
+ * chunk). */
+TEST(reduce_scatter_all_gather) {
+    enum { NS = 5 };
+    static const int64_t shapes[NS][2] = {{7, 3}, {2, 2}, {1, 1}, {0, 4}, {6, 1}};
+    static const lt_dtype dts[4] = {LT_F32, LT_F64, LT_I64, LT_BF16};
+    size_t saved = g_config.dist_bucket_bytes;
+    for (int be = 0; be < 3; be++)
+        for (int d = 0; d < 4; d++) {
+            exec_set_backend(be == 2);
+            g_config.dist_bucket_bytes = be == 1 ? (size_t)4 << 20 : 0;
+            cache_clear();
+            lt_dtype dt = dts[d];
+            lt_reduce_op op = dt == LT_I64 ? LT_REDUCE_SUM : OPS[d % 4];
+            lt_tensor *t[NS], *rs[NS], *sh[NS], *u[NS];
+            double c0 = lt_metric("AllReduceCount");
+            for (int k = 0; k < NS; k++) rs[k] = lt_reduce_scatter(t[k] = rank_tensor(dt, 2, shapes[k], R), op);
+            for (int k = 0; k < NS; k++) { /* as the optimizer: the reduce-scatters, then the all-gathers */
+                sh[k] = lt_dist_shard(t[k]);
+                u[k] = lt_zeros(dt, 2, shapes[k]);
+                CHECK(lt_all_gather_(u[k], sh[k]) == u[k]);
+            }
+            lt_mark_step();
+            CHECK_NO_ERR();
+            if (W > 1 && be == 1) /* one bucket of reduce-scatters, one of all-gathers (the empty tensor's count too) */
+                CHECK_MSG(lt_metric("AllReduceCount") - c0 == 2, "%s: %g collectives bucketed", lt_dtype_name(dt),
+                          lt_metric("AllReduceCount") - c0);
+            for (int k = 0; k < NS; k++) {
+                int64_t n = lt_numel(t[k]), c = (n + W - 1) / W;
+                CHECK(lt_ndim(rs[k]) == 1 && lt_numel(rs[k]) == c && lt_numel(sh[k]) == c);
+                double *a = h_read(rs[k]), *b = h_read(sh[k]), *g = h_read(u[k]);
+                for (int64_t i = 0; i < c; i++) {
+                    int64_t at = R * c + i;
+                    double ea = at < n ? expected(op, at, dt) : 0, eb = at < n ? value(R, at, dt) : 0;
+                    CHECK_MSG(a[i] == ea && b[i] == eb, "%s shape %d op %d backend %d: chunk element %lld: reduce-scatter "
+                              "%g (expected %g), shard %g (expected %g), rank %d of %d", lt_dtype_name(dt), k, (int)op,
+                              be, (long long)i, a[i], ea, b[i], eb, R, W);
+                }
+                for (int64_t i = 0; i < n; i++)
+                    CHECK_MSG(g[i] == value((int)(i / c), i, dt), "%s shape %d backend %d: gathered element %lld is %g, "
+                              "expected rank %d's %g", lt_dtype_name(dt), k, be, (long long)i, g[i], (int)(i / c),
+                              value((int)(i / c), i, dt));
+                free(a), free(b), free(g);
+                lt_free(t[k]), lt_free(rs[k]), lt_free(sh[k]), lt_free(u[k]);
+            }
+        }
+    g_config.dist_bucket_bytes = saved;
+    exec_set_backend(-1);
+    lt_tensor *t = lt_zeros(LT_F32, 1, (int64_t[]){4}), *s = lt_zeros(LT_F32, 1, (int64_t[]){5});
+    CHECK(lt_all_gather_(t, s) == NULL); /* a shard of the wrong size */
+    CHECK_ERR(LT_ERR_SHAPE);
+    lt_free(t), lt_free(s);
+}
+
 int main(void) {
     CHECK(lt_dist_init() == 0);
     R = lt_dist_rank();
@@ -331,5 +391,6 @@ int main(void) {
     RUN(mismatched_graphs_error);
     RUN(requires_grad);
     RUN(grad_compress_bf16);
+    RUN(reduce_scatter_all_gather);
     return h_report();
 }

@@ -85,6 +85,32 @@ TEST(two_ranks_match_one) {
               "eval: 2 processes %s, 1 process %s", ev2, ev1);
 }
 
+/* --shard-optimizer (ZeRO-1): 2 sharded processes x batch 48 reproduce 1
+ * process x batch 96 with each process holding half the optimizer state
+ * (the report's optimizer_state_bytes_per_rank); their checkpoint (the
+ * whole state, gathered) resumes in 1 unsharded process and in 3 sharded
+ * ones, and the curve continues. */
+TEST(shard_optimizer) {
+    static char two[1 << 16], one[1 << 16], rest[1 << 16];
+    int rc = sh(two, sizeof two, MR "-np 2 %s train " COMMON " --batch-size 48 --steps 6 --shard-optimizer --save "
+                "%s/cks.safetensors --report json 2>%s/errs", mpiexec, cli_path, cli_tmp, cli_tmp);
+    CHECK_MSG(rc == 0, "mpirun -np 2 --shard-optimizer: exit %d: %s", rc, two);
+    CHECK(cli_run(one, sizeof one, false, "train " COMMON " --batch-size 96 --steps 6 --report json") == 0);
+    same_losses("sharded 2 x 48 vs 1 x 96", two, one, 0);
+    double sharded = cli_jnum(two, "optimizer_state_bytes_per_rank"), whole = cli_jnum(one, "optimizer_state_bytes_per_rank");
+    CHECK_MSG(sharded > 0 && sharded <= 0.55 * whole, "optimizer state per rank: %g sharded, %g in one process",
+              sharded, whole);
+    CHECK(cli_run(one, sizeof one, false, "train " COMMON " --batch-size 96 --steps 10 --report json") == 0);
+    CHECK(cli_run(rest, sizeof rest, false, "train " COMMON " --batch-size 96 --steps 10 --resume %s/cks.safetensors "
+                  "--report json", cli_tmp) == 0);
+    same_losses("sharded checkpoint resumed in one process", rest, one, 6);
+    rc = sh(rest, sizeof rest, MR "-np 3 %s train " COMMON " --batch-size 32 --steps 10 --shard-optimizer --resume "
+            "%s/cks.safetensors --report json 2>%s/errs3", mpiexec, cli_path, cli_tmp, cli_tmp);
+    CHECK_MSG(rc == 0, "mpirun -np 3 --shard-optimizer --resume: exit %d: %s", rc, rest);
+    same_losses("sharded checkpoint resumed in three sharded processes", rest, one, 6);
+    CHECK(cli_run(rest, sizeof rest, false, "train " COMMON " --shard-optimizer --grad-compress bf16 --steps 1") == 2);
+}
+
 /* Two classes apart, each image its own. */
 static unsigned char dist_pixel(int c, int i, size_t k) {
     return (unsigned char)(c ? 150 + (k * 7 + (size_t)i * 13) % 90 : (k * 5 + (size_t)i * 11) % 120);
@@ -202,6 +228,7 @@ int main(void) {
     if (cli_setup(NULL, "test_dist_cli")) return 1;
     RUN(two_ranks_match_one);
     RUN(imagefolder_two_ranks_match_one);
+    RUN(shard_optimizer);
     RUN(different_graphs_fail_clearly);
     RUN(killed_rank_ends_the_job);
     cli_cleanup();

@@ -144,7 +144,7 @@ static int g_cases_of[NRUNNERS];
  * optimizer's parameters: test_optim) and the collectives (the identity in
  * a world of one: test_dist). */
 static const char *NOT_OPS[] = {"grad", "model_forward", "scope_keep", "clip_grad_norm_", "all_reduce_",
-                                "broadcast_"};
+                                "broadcast_", "reduce_scatter", "dist_shard", "all_gather_"};
 
 static int runner_of(const char *op) {
     for (int i = 0; i < NRUNNERS; i++)

@@ -19,7 +19,8 @@ static lt_tensor *vec(const void *p, lt_dtype dt, int64_t n) { return n ? lt_fro
 int net_save(cli_net *n, const cli_opts *o, const char *path, const run_stats *st) {
     const char **names;
     lt_tensor **ts;
-    int k = net_state(n, &names, &ts), rc = -1;
+    int k = net_state(n, &names, &ts), rc = -1; /* collective when the optimizer is sharded */
+    if (lt_dist_rank() != 0) return k < 0 ? -1 : 0;  /* rank 0 writes the file */
     int64_t nloss = st->nhist + st->steps, step = st->first_step + st->steps;
     double *loss = malloc(sizeof *loss * (size_t)(nloss + 1));
     const char **an = malloc(sizeof *an * (size_t)(k + 3 + 1));

@@ -36,6 +36,7 @@ typedef struct cli_opts {
     bool metrics, augment;
     bool sync_bn;             /* several processes: batch statistics of the global batch */
     const char *grad_compress; /* several processes: none | bf16 (gradients on the wire) */
+    bool shard_optimizer;     /* several processes: ZeRO-1, each rank keeps the optimizer state of 1/N of the parameters */
     int64_t save_every;       /* with save: also checkpoint every N steps (0: at the end only) */
     int64_t test_size;        /* -1: whole test set, 0: no evaluation */
     int64_t eval_batch;
@@ -104,6 +105,8 @@ typedef struct run_stats {
     int world;                        /* processes (mpirun -np); the global batch is batch * world */
     double comm_exposed_s;            /* time the steps waited on communication */
     double comm_wire_bytes;           /* bytes this rank sent for the steps' collectives (estimate, dist.c) */
+    double optim_state_bytes;         /* this rank's optimizer state (--shard-optimizer: its 1/N) */
+    bool shard_optimizer;
 } run_stats;
 
 /* train.c */

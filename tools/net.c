@@ -42,6 +42,7 @@ cli_net *net_create(const cli_opts *o, int in_ch, int hw, int classes) {
         else
             n->opt = lt_optim_adamw(np, p, o->lr, 0.9, 0.999, 1e-8, o->weight_decay, false);
     }
+    if (n->opt && n->lm) lt_optim_set_max_grad_norm(n->opt, 1.0); /* nanoGPT's clipping, inside the step */
     if (!n->opt) {
         fprintf(stderr, "lazytensor: --model %s --optimizer %s: %s\n", o->model, o->optimizer,
                 lt_error() ? lt_error_message() : "no parameters");
@@ -72,11 +73,12 @@ void net_free(cli_net *n) {
 }
 
 const char *net_describe(const cli_net *n) { return n->desc; }
+double net_optim_state_bytes(const cli_net *n) { return n ? (double)lt_optim_state_bytes(n->opt) : 0; }
 
 lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
     if (n->bf16) lt_autocast_begin(LT_BF16); /* as torch.autocast: forward and loss, not backward */
-    lt_tensor *logits = lt_model_forward(n->m, x), *flat = NULL, *yf = NULL, *norm = NULL;
+    lt_tensor *logits = lt_model_forward(n->m, x), *flat = NULL, *yf = NULL;
     if (n->lm && logits) { /* (B, T, V) over (B, T) targets: B * T classifications */
         int64_t v = lt_shape(logits)[2], s[2] = {-1, v};
         flat = lt_reshape(logits, 2, s);
@@ -88,14 +90,10 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_tensor **p;
     int np = lt_model_params(n->m, &p, NULL);
     /* Several ranks: the gradients are averaged inside the same graph (a
-     * world of one traces nothing more); a language model's are then
-     * clipped to norm 1, as nanoGPT's. */
-    int bad = !loss || lt_backward(loss) || lt_dist_average_grads(np, p);
-    if (!bad && n->lm) {
-        bad = !(norm = lt_clip_grad_norm_(np, p, 1.0));
-        lt_free(norm);
-    }
-    if (bad || lt_optim_step(n->opt)) {
+     * world of one traces nothing more; --shard-optimizer: the step
+     * reduce-scatters them instead); a language model's are then clipped
+     * to norm 1 by the step, as nanoGPT's. */
+    if (!loss || lt_backward(loss) || lt_dist_average_grads(np, p) || lt_optim_step(n->opt)) {
         lt_free(loss);
         return NULL;
     }

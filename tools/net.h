@@ -27,6 +27,7 @@ int net_state(cli_net *n, const char ***names, lt_tensor ***tensors);
  * optimizer's only when with_optim. 0 or -1. */
 int net_restore(cli_net *n, int nt, char **names, lt_tensor **tensors, int64_t step, bool with_optim);
 const char *net_describe(const cli_net *n); /* "resnet20, 272,474 parameters" */
+double net_optim_state_bytes(const cli_net *n); /* this rank's (--shard-optimizer: its chunks) */
 
 /* checkpoint.c: one safetensors file: model, optimizer, the run's loss and
  * accuracy history; step, model and optimizer in its metadata. net_save
@@ -34,7 +35,7 @@ const char *net_describe(const cli_net *n); /* "resnet20, 272,474 parameters" */
  * net_load restores the net and fills st->first_step and, for train, the
  * history (st->hist, acc); 0, -1 (message printed), or -2 when the file is
  * for another --model or --optimizer (a usage error). */
-int net_save(cli_net *n, const cli_opts *o, const char *path, const run_stats *st);
+int net_save(cli_net *n, const cli_opts *o, const char *path, const run_stats *st); /* every rank calls it */
 int net_load(cli_net *n, const cli_opts *o, const char *path, run_stats *st);
 
 #endif

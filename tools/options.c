@@ -84,6 +84,9 @@ static const struct opt {
     {"grad-compress", "NAME", STR, O(grad_compress), "none|bf16",
      "under mpirun: bf16 sends the gradients as bfloat16, half the bytes (each rank sums its slice in float32)",
      "none"},
+    {"shard-optimizer", NULL, FLAG, O(shard_optimizer), NULL,
+     "under mpirun: ZeRO-1, each process keeps the optimizer state of 1/N of the parameters (reduce-scatter of the "
+     "gradients, all-gather of the parameters)", "off"},
     {"test-size", "N", I64, O(test_size), NULL, "evaluate on the first N test images; 0 skips evaluation",
      "all; fake: 1000"},
     {"eval-batch", "N", I64, O(eval_batch), NULL, "evaluation batch size", "--batch-size"},

@@ -44,6 +44,8 @@ void report_json(FILE *f, const run_stats *st) {
     num(f, "final_loss", st->final_loss, ", ");
     num(f, "test_accuracy", st->test_acc, ", ");
     count(f, "peak_bytes", st->peak_bytes, ", ");
+    fprintf(f, "\"shard_optimizer\": %s, ", st->shard_optimizer ? "true" : "false");
+    count(f, "optimizer_state_bytes_per_rank", st->optim_state_bytes, ", ");
     fprintf(f, "\"interrupted\": %s, ", st->interrupted ? "true" : "false");
     fprintf(f, "\"losses\": [");
     for (int64_t i = 0; i < st->steps; i++) {
@@ -84,6 +86,9 @@ void report_table(FILE *f, const run_stats *st) {
     if (st->world > 1 && st->steps)
         fprintf(f, "  %-22s %12.2f MB/step sent by each process (estimate)\n", "on the wire",
                 st->comm_wire_bytes / (double)st->steps / 1e6);
+    if (st->optim_state_bytes > 0)
+        fprintf(f, "  %-22s %12.1f MiB per process%s\n", "optimizer state", st->optim_state_bytes / (1024.0 * 1024.0),
+                st->shard_optimizer && st->world > 1 ? " (sharded)" : "");
     if (isfinite(st->peak_bytes) && st->peak_bytes > 0)
         fprintf(f, "  %-22s %12.1f MiB\n", "peak memory", st->peak_bytes / (1024.0 * 1024.0));
     fflush(f);

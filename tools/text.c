@@ -107,7 +107,7 @@ int cmd_train_text(const cli_opts *o, run_stats *st, FILE *human, cli_net **netp
         progress_update(&pg, step + 1, lv, (double)(st->steps * B * T) / el, (t2 - t1) * 1e3, (t3 - t2 - dc) * 1e3,
                         per * (double)(total - step - 1));
         if (o->save && o->save_every > 0 && (step + 1) % o->save_every == 0 && step + 1 < total &&
-            lt_dist_rank() == 0 && net_save(net, o, o->save, st)) { /* written to PATH.tmp, then renamed */
+            net_save(net, o, o->save, st)) { /* rank 0 writes PATH.tmp, then renames it */
             rc = CLI_SAVE_FAILED;
             break;
         }

@@ -117,7 +117,7 @@ static int train_loop(const cli_opts *o, cli_net *net, cli_batches *tr, cli_batc
         progress_update(&pg, step + 1, lv, (double)(st->steps * tr->batch * st->world) / el, (t2 - t1) * 1e3,
                         (t3 - t2 - dc) * 1e3, per * (double)(total - step - 1));
         if (o->save && o->save_every > 0 && (step + 1) % o->save_every == 0 && step + 1 < total &&
-            lt_dist_rank() == 0 && net_save(net, o, o->save, st)) { /* written to PATH.tmp, then renamed */
+            net_save(net, o, o->save, st)) { /* rank 0 writes PATH.tmp, then renames it */
             rc = -1;
             break;
         }
@@ -157,6 +157,7 @@ static int finish(const cli_opts *o, cli_net *net, run_stats *st, FILE *human) {
     st->uncached = lt_metric("UncachedCompile");
     st->cached = lt_metric("CachedCompile");
     st->peak_bytes = lt_metric("PeakBytes");
+    st->optim_state_bytes = net_optim_state_bytes(net);
     int rc = CLI_OK;
     int64_t step = st->first_step + st->steps;
     char dflt[160];
@@ -166,11 +167,12 @@ static int finish(const cli_opts *o, cli_net *net, run_stats *st, FILE *human) {
         save = dflt;
     }
     FILE *msg = human ? human : stderr;
-    if (lt_dist_rank() != 0) return st->interrupted ? CLI_INTERRUPTED : rc; /* only rank 0 writes */
-    if (save) {
+    if (save) { /* every rank: a sharded optimizer's state is gathered from all; rank 0 writes */
         if (net_save(net, o, save, st)) rc = CLI_SAVE_FAILED;
-        else fprintf(msg, "saved checkpoint %s at step %lld (continue with --resume %s)\n", save, (long long)step, save);
+        else if (lt_dist_rank() == 0)
+            fprintf(msg, "saved checkpoint %s at step %lld (continue with --resume %s)\n", save, (long long)step, save);
     }
+    if (lt_dist_rank() != 0) return st->interrupted ? CLI_INTERRUPTED : rc; /* only rank 0 writes */
     if (human) report_table(human, st);
     if (o->report) {
         report_json(stdout, st);
@@ -209,9 +211,15 @@ int cmd_train(const cli_opts *o, run_stats *out) {
         return CLI_USAGE;
     }
     lt_dist_set_sync_bn(o->sync_bn);
+    if (o->shard_optimizer && strcmp(o->grad_compress, "none")) {
+        fprintf(stderr, "lazytensor: --grad-compress %s compresses the gradients' all-reduce, which --shard-optimizer "
+                        "replaces with a reduce-scatter: use one or the other\n", o->grad_compress);
+        return CLI_USAGE;
+    }
     lt_dist_set_grad_compress(strcmp(o->grad_compress, "bf16") ? LT_GRAD_COMPRESS_NONE : LT_GRAD_COMPRESS_BF16);
+    lt_dist_set_shard_optimizer(o->shard_optimizer); /* before the optimizer is made */
     cli_batches tr, te;
-    run_stats st = {.world = world};
+    run_stats st = {.world = world, .shard_optimizer = o->shard_optimizer};
     if (!strcmp(o->data, "text")) { /* a GPT on bytes: tools/text.c */
         cli_net *net = NULL;
         st.model = o->model, st.data = o->data, st.optimizer = o->optimizer, st.precision = o->precision;

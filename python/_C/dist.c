@@ -69,9 +69,18 @@ static PyObject *f_set_sync_bn(PyObject *m, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+static PyObject *f_set_shard_optimizer(PyObject *m, PyObject *on) {
+    (void)m;
+    int b = PyObject_IsTrue(on);
+    if (b < 0) return NULL;
+    lt_dist_set_shard_optimizer(b);
+    if (ltpy_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
 #define F(name, flags) {#name, (PyCFunction)(void (*)(void))f_##name, flags, NULL}
 PyMethodDef ltpy_dist_methods[] = {
     F(dist_rank, METH_NOARGS), F(dist_world_size, METH_NOARGS), F(all_reduce_, METH_VARARGS),
-    F(broadcast_, METH_VARARGS), F(average_grads, METH_O), F(set_sync_bn, METH_O),
+    F(broadcast_, METH_VARARGS), F(average_grads, METH_O), F(set_sync_bn, METH_O), F(set_shard_optimizer, METH_O),
     {NULL, NULL, 0, NULL},
 };

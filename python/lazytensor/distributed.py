@@ -48,5 +48,13 @@ def set_sync_batch_norm(on):
     _C.set_sync_bn(on)
 
 
+def set_shard_optimizer(on):
+    """ZeRO-1: optimizers made afterwards keep their state only for this rank's 1/N of each
+    parameter; their step averages the gradients itself (reduce-scatter), updates this rank's
+    part and all-gathers the parameters, so average_gradients does nothing meanwhile. Their
+    state_dict() is collective (every rank calls it). Every rank must set the same value."""
+    _C.set_shard_optimizer(on)
+
+
 __all__ = ["ReduceOp", "get_rank", "get_world_size", "all_reduce", "broadcast", "average_gradients",
-           "set_sync_batch_norm"]
+           "set_sync_batch_norm", "set_shard_optimizer"]

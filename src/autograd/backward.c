@@ -193,7 +193,7 @@ int ag_backward_fn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     case LT_OP_TANH_BWD: case LT_OP_DIV_TRUNC: case LT_OP_DIV_FLOOR: case LT_OP_BITWISE_AND: case LT_OP_BITWISE_OR:
     case LT_OP_BITWISE_XOR: case LT_OP_BITWISE_NOT:
     case LT_OP_MAX_POOL2D_INDICES: case LT_OP_LN_STATS: case LT_OP_RANDOM:
-    case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST:
+    case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST: case LT_OP_REDUCE_SCATTER: case LT_OP_ALL_GATHER: case LT_OP_SHARD:
         break;
     }
     LT_ASSERT(0 && "backward of an op that is not differentiable");

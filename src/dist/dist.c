@@ -19,9 +19,11 @@ static void divide(void *buf, int64_t n, lt_dtype dt) {
         }
 }
 
-/* A request: MPI's, plus what its completion needs. */
+/* A request: MPI's, plus what its completion needs (n: buf's elements,
+ * the chunk for a reduce-scatter or an all-gather; done: nothing left to
+ * wait for or divide). */
 typedef struct req {
-    int used, op;
+    int used, kind, op, done;
     void *buf;
     int64_t n;
     lt_dtype dt;
@@ -34,19 +36,27 @@ typedef struct req {
 static req *reqs;
 static int nreqs, npending;
 
-/* What one rank sends for a collective over n values of dt, as the
- * bandwidth-optimal algorithms move them: a ring all-reduce 2 (N - 1) / N
- * of the payload, a pipelined broadcast (N - 1) / N, the compressed mean
- * its all-to-all and all-gather (compress.c). MPI may pick another
- * algorithm for small messages; the cluster benchmark (tests/cluster)
- * checks the estimate against the links' byte counters. */
-static double wire_bytes(int bcast, int op, int64_t n, lt_dtype dt) {
+static const char *const coll_names[] = {"all_reduce", "broadcast", "reduce_scatter", "all_gather"};
+
+/* What one rank sends for a collective over n values of dt (the chunk for
+ * a reduce-scatter or an all-gather), as the bandwidth-optimal algorithms
+ * move them: a ring all-reduce 2 (N - 1) / N of the payload, a pipelined
+ * broadcast (N - 1) / N, a ring reduce-scatter or all-gather (N - 1)
+ * chunks, the compressed mean its all-to-all and all-gather (compress.c).
+ * MPI may pick another algorithm for small messages; the cluster benchmark
+ * (tests/cluster) checks the estimate against the links' byte counters. */
+static double wire_bytes(enum dist_coll kind, int op, int64_t n, lt_dtype dt) {
 #ifdef LT_HAVE_MPI
-    if (!bcast && op == DIST_MEAN_BF16) return compress_wire_bytes(n);
+    if (kind == DIST_ALL_REDUCE && op == DIST_MEAN_BF16) return compress_wire_bytes(n);
 #endif
     (void)op;
     double b = (double)n * (double)dtype_size(dt), w = (double)world;
-    return (bcast ? 1.0 : 2.0) * (w - 1) / w * b;
+    switch (kind) {
+    case DIST_ALL_REDUCE: return 2.0 * (w - 1) / w * b;
+    case DIST_BROADCAST: return (w - 1) / w * b;
+    case DIST_REDUCE_SCATTER: case DIST_ALL_GATHER: return (w - 1) * b;
+    }
+    return 0;
 }
 
 static void account(int slot, const char *what, int64_t n, lt_dtype dt, uint64_t t0, uint64_t waited, double wire) {
@@ -256,7 +266,7 @@ int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op) {
         watch_wait(&r, "all_reduce", (int64_t)c * (int64_t)es);
     }
     if (op == DIST_MEAN) divide(buf, n, dt);
-    account(0, "all_reduce", n, dt, t0, prof_now_ns() - t0, wire_bytes(0, op, n, dt));
+    account(0, "all_reduce", n, dt, t0, prof_now_ns() - t0, wire_bytes(DIST_ALL_REDUCE, op, n, dt));
 #else
     (void)buf, (void)dt, (void)op;
 #endif
@@ -275,15 +285,48 @@ int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root) {
         MPI_Ibcast((char *)buf + (size_t)i * es, c, mpi_type(dt), root, comm, &r);
         watch_wait(&r, "broadcast", (int64_t)c * (int64_t)es);
     }
-    account(0, "broadcast", n, dt, t0, prof_now_ns() - t0, wire_bytes(1, root, n, dt));
+    account(0, "broadcast", n, dt, t0, prof_now_ns() - t0, wire_bytes(DIST_BROADCAST, root, n, dt));
 #else
     (void)buf, (void)dt, (void)root;
 #endif
     return 0;
 }
 
-int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root) {
-    if (check_open(bcast ? "broadcast" : "all_reduce")) return -1;
+#ifdef LT_HAVE_MPI
+/* Starts ZeRO-1's pair on r (dist.h: in place on world * chunk elements). */
+static void start_shard(enum dist_coll kind, void *buf, int64_t chunk, lt_dtype dt, int op, MPI_Request *r) {
+    LT_ASSERT(chunk <= INT32_MAX && op != DIST_MEAN_BF16);
+    if (kind == DIST_REDUCE_SCATTER)
+        MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf, (int)chunk, mpi_type(dt), mpi_op(op, dt), comm, r);
+    else
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)chunk, mpi_type(dt), comm, r);
+}
+#endif
+
+static int shard_blocking(enum dist_coll kind, void *buf, int64_t chunk, lt_dtype dt, int op) {
+    if (check_open(coll_names[kind])) return -1;
+    if (world == 1 || chunk == 0) return 0;
+#ifdef LT_HAVE_MPI
+    uint64_t t0 = prof_now_ns();
+    MPI_Request r;
+    start_shard(kind, buf, chunk, dt, op, &r);
+    watch_wait(&r, coll_names[kind], chunk * world * (int64_t)dtype_size(dt));
+    if (kind == DIST_REDUCE_SCATTER && op == DIST_MEAN) divide(buf, chunk, dt);
+    account(0, coll_names[kind], chunk * world, dt, t0, prof_now_ns() - t0, wire_bytes(kind, op, chunk, dt));
+#else
+    (void)buf, (void)dt, (void)op;
+#endif
+    return 0;
+}
+
+int dist_reduce_scatter(void *buf, int64_t chunk, lt_dtype dt, int op) {
+    return shard_blocking(DIST_REDUCE_SCATTER, buf, chunk, dt, op);
+}
+int dist_all_gather(void *buf, int64_t chunk, lt_dtype dt) { return shard_blocking(DIST_ALL_GATHER, buf, chunk, dt, 0); }
+
+int dist_start(enum dist_coll kind, void *buf, int64_t n, lt_dtype dt, int arg) {
+    if (check_open(coll_names[kind])) return -1;
+    int bcast = kind == DIST_BROADCAST, op_or_root = arg;
     int slot = 0;
     while (slot < nreqs && reqs[slot].used) slot++;
     if (slot == nreqs) {
@@ -294,14 +337,18 @@ int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root) {
         nreqs += 8;
     }
     req *q = &reqs[slot];
-    *q = (req){.used = 1, .op = bcast ? -1 : op_or_root, .buf = buf, .n = n, .dt = dt, .t0 = prof_now_ns()};
+    *q = (req){.used = 1, .kind = kind, .op = arg, .buf = buf, .n = n, .dt = dt, .t0 = prof_now_ns()};
     npending++;
 #ifdef LT_HAVE_MPI
     q->r = MPI_REQUEST_NULL;
     if (world > 1 && n > 0) {
+        if (kind == DIST_REDUCE_SCATTER || kind == DIST_ALL_GATHER) {
+            start_shard(kind, buf, n, dt, arg, &q->r);
+            return slot;
+        }
         if (n > CHUNK) { /* rare: a collective over 2^30 elements runs blocking */
             int rc = bcast ? dist_broadcast(buf, n, dt, op_or_root) : dist_all_reduce(buf, n, dt, op_or_root);
-            q->op = -1; /* done, MEAN included */
+            q->done = 1; /* MEAN included */
             return rc ? -1 : slot;
         }
         if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
@@ -320,19 +367,21 @@ int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root) {
 int dist_wait(int slot) {
     LT_ASSERT(slot >= 0 && slot < nreqs && reqs[slot].used);
     req *q = &reqs[slot];
-    if (world > 1 && q->n > 0) {
+    if (world > 1 && q->n > 0 && !q->done) {
         uint64_t w0 = prof_now_ns();
-        int bcast = q->op < 0;
+        enum dist_coll kind = (enum dist_coll)q->kind;
+        int shard = kind == DIST_REDUCE_SCATTER || kind == DIST_ALL_GATHER;
+        int64_t n = shard ? q->n * world : q->n; /* elements of buf */
 #ifdef LT_HAVE_MPI
         if (q->c.phase) {
             compress_run(q);
         } else {
-            watch_wait(&q->r, bcast ? "broadcast" : "all_reduce", q->n * (int64_t)dtype_size(q->dt));
+            watch_wait(&q->r, coll_names[kind], n * (int64_t)dtype_size(q->dt));
         }
 #endif
-        if (q->op == DIST_MEAN) divide(q->buf, q->n, q->dt);
-        account(slot, bcast ? "broadcast" : "all_reduce", q->n, q->dt, q->t0, prof_now_ns() - w0,
-                wire_bytes(bcast, q->op, q->n, q->dt));
+        if (q->op == DIST_MEAN && kind != DIST_BROADCAST && kind != DIST_ALL_GATHER)
+            divide(q->buf, q->n, q->dt); /* a reduce-scatter's result: its chunk at the start */
+        account(slot, coll_names[kind], n, q->dt, q->t0, prof_now_ns() - w0, wire_bytes(kind, q->op, q->n, q->dt));
     }
     q->used = 0;
     npending--;
@@ -355,6 +404,10 @@ void dist_progress(void) {
 }
 
 int dist_pending(void) { return npending; }
+
+static int shard_on;
+void dist_set_shard_optimizer(int on) { shard_on = on; }
+int dist_shard_optimizer(void) { return shard_on && dist_world() > 1; }
 
 int dist_check_key(uint64_t key) {
     if (check_open("lt_mark_step")) return -1;

@@ -33,15 +33,32 @@ void dist_abort(int code); /* ends every rank of the job (MPI_Abort); exit(code)
  * that cannot be reached ends the job with its name, not a hang. */
 int dist_all_reduce(void *buf, int64_t n, lt_dtype dt, int op);
 int dist_broadcast(void *buf, int64_t n, lt_dtype dt, int root);
+/* ZeRO-1's pair, in place on buf of world * chunk elements (chunk <=
+ * INT_MAX, checked by the api). Reduce-scatter: buf holds this rank's
+ * whole operand; afterwards buf[0, chunk) holds the reduction (op) of
+ * every rank's chunk number rank. All-gather: buf[rank * chunk, +chunk)
+ * holds this rank's chunk; afterwards buf holds every rank's, in rank
+ * order. */
+int dist_reduce_scatter(void *buf, int64_t chunk, lt_dtype dt, int op);
+int dist_all_gather(void *buf, int64_t chunk, lt_dtype dt);
 
 /* The same, non-blocking: returns a request id >= 0 (or -1, error set) to
- * complete with dist_wait, which also divides for MEAN. Requests complete
- * in any order; dist_progress lets MPI move the outstanding ones forward
+ * complete with dist_wait, which also divides for MEAN. n counts buf's
+ * elements for ALL_REDUCE and BROADCAST, the chunk for REDUCE_SCATTER and
+ * ALL_GATHER; arg is the reduction or the root. Requests complete in any
+ * order; dist_progress lets MPI move the outstanding ones forward
  * (OpenMPI progresses only inside MPI calls). */
-int dist_start(int bcast, void *buf, int64_t n, lt_dtype dt, int op_or_root);
+enum dist_coll { DIST_ALL_REDUCE, DIST_BROADCAST, DIST_REDUCE_SCATTER, DIST_ALL_GATHER };
+int dist_start(enum dist_coll kind, void *buf, int64_t n, lt_dtype dt, int arg);
 int dist_wait(int req);
 void dist_progress(void);
 int dist_pending(void); /* outstanding requests */
+
+/* lt_dist_set_shard_optimizer (ZeRO-1): dist_shard_optimizer is true when
+ * it is on and the world has several ranks. The optimizers read it when
+ * they are made; lt_dist_average_grads and lt_clip_grad_norm_ when called. */
+void dist_set_shard_optimizer(int on);
+int dist_shard_optimizer(void);
 
 /* Before a graph with collectives runs: do all ranks run the same graph?
  * (one small allgather of the graph key). -1 with an error naming the

@@ -3,6 +3,7 @@
 #include "optim.h"
 
 #include "../core/core.h"
+#include "../dist/dist.h"
 #include "../func/func.h"
 
 #include <math.h>
@@ -10,14 +11,21 @@
 const char *const opt_state_names[2][OPT_NSTATE] = {{"momentum_buffer", NULL, NULL},
                                                     {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}};
 
-lt_tensor *opt_zeros_like(lt_tensor *t) {
-    lt_dtype d = lt_dtype_of(t);
-    size_t bytes = (size_t)lt_numel(t) * lt_dtype_size(d);
+static lt_tensor *zeros(lt_dtype d, int ndim, const int64_t *shape, int64_t numel) {
+    size_t bytes = (size_t)numel * lt_dtype_size(d);
     void *z = core_calloc(1, bytes ? bytes : 1);
     if (!z) return NULL;
-    lt_tensor *r = func_unscope(lt_from_data(z, d, lt_ndim(t), lt_shape(t))); /* state: the optimizer's */
+    lt_tensor *r = func_unscope(lt_from_data(z, d, ndim, shape)); /* state: the optimizer's */
     core_free(z);
     return r;
+}
+
+lt_tensor *opt_zeros_like(lt_tensor *t) { return zeros(lt_dtype_of(t), lt_ndim(t), lt_shape(t), lt_numel(t)); }
+
+lt_tensor *opt_state_zeros(const lt_optim *o, lt_tensor *p) {
+    if (!o->shard) return opt_zeros_like(p);
+    int64_t w = dist_world(), c = (lt_numel(p) + w - 1) / w; /* lt_dist_shard's chunk */
+    return zeros(lt_dtype_of(p), 1, &c, c);
 }
 
 /* Adds n parameters as a new group with hyperparameters h. */
@@ -53,7 +61,7 @@ static int add_group(lt_optim *o, const char *fn, int n, lt_tensor *const *param
     int nstate = o->kind != OPT_SGD ? (h.amsgrad ? 3 : 2) : h.momentum != 0;
     for (int i = o->n - n; i < o->n; i++)
         for (int s = 0; s < nstate; s++)
-            if (!(ps[i].s[s] = opt_zeros_like(ps[i].p))) return -1;
+            if (!(ps[i].s[s] = opt_state_zeros(o, ps[i].p))) return -1;
     return o->ngroups++;
 }
 
@@ -70,6 +78,7 @@ static lt_optim *make(opt_kind kind, const char *fn, int n, lt_tensor *const *pa
     lt_optim *o = core_calloc(1, sizeof *o);
     if (!o) return NULL;
     o->kind = kind;
+    o->shard = dist_shard_optimizer();
     if (add_group(o, fn, n, params, h) < 0) {
         lt_optim_free(o);
         return NULL;
@@ -160,8 +169,20 @@ int lt_optim_num_groups(const lt_optim *o) {
 
 int lt_optim_step(lt_optim *o) {
     if (!o) return err_set(LT_ERR_NULL, "lt_optim_step: argument 'o' is NULL"), -1;
+    if (o->shard) return opt_shard_step(o);
     int rc = 0;
     lt_no_grad_begin();
+    if (o->max_norm > 0) {
+        lt_tensor **p = core_malloc((size_t)(o->n ? o->n : 1) * sizeof *p);
+        for (int i = 0; p && i < o->n; i++) p[i] = o->params[i].p;
+        lt_tensor *total = p ? opt_clip_grad_norm(o->n, p, o->max_norm) : NULL;
+        lt_free(total);
+        core_free(p);
+        if (!total) {
+            lt_no_grad_end();
+            return -1;
+        }
+    }
     for (int i = 0; i < o->n; i++) {
         opt_param *st = &o->params[i];
         lt_tensor *g = lt_grad(st->p);
@@ -176,6 +197,24 @@ int lt_optim_step(lt_optim *o) {
     }
     lt_no_grad_end();
     return rc ? -1 : 0;
+}
+
+int lt_optim_set_max_grad_norm(lt_optim *o, double max_norm) {
+    if (!o) return err_set(LT_ERR_NULL, "lt_optim_set_max_grad_norm: argument 'o' is NULL"), -1;
+    if (!(max_norm >= 0) || !isfinite(max_norm))
+        return err_set(LT_ERR_ARG, "lt_optim_set_max_grad_norm: argument 'max_norm' is %g; must be finite and >= 0",
+                       max_norm), -1;
+    o->max_norm = max_norm;
+    return 0;
+}
+
+size_t lt_optim_state_bytes(const lt_optim *o) {
+    if (!o) return err_set(LT_ERR_NULL, "lt_optim_state_bytes: argument 'o' is NULL"), 0;
+    size_t b = 0;
+    for (int i = 0; i < o->n; i++)
+        for (int s = 0; s < OPT_NSTATE; s++)
+            if (o->params[i].s[s]) b += (size_t)lt_numel(o->params[i].s[s]) * lt_dtype_size(lt_dtype_of(o->params[i].s[s]));
+    return b;
 }
 
 void lt_optim_zero_grad(lt_optim *o) {
@@ -194,6 +233,8 @@ void lt_optim_free(lt_optim *o) {
     if (!o) return;
     for (int i = 0; i < o->n; i++)
         for (int s = 0; s < OPT_NSTATE; s++) lt_free(o->params[i].s[s]);
+    for (int i = 0; i < o->nwhole; i++) lt_free(o->whole[i]);
+    core_free(o->whole);
     free_names(o);
     core_free(o->params);
     core_free(o->groups);

@@ -36,6 +36,10 @@ struct lt_optim {
     opt_param *params;
     char **names;                 /* state names handed out by lt_optim_state */
     int nnames;
+    double max_norm;              /* lt_optim_set_max_grad_norm; 0: off */
+    bool shard;                   /* ZeRO-1 (shard.c): s[] hold this rank's chunk of each parameter */
+    lt_tensor **whole;            /* sharded: the whole state lt_optim_state gathered last (owned) */
+    int nwhole;
 };
 
 extern const char *const opt_state_names[2][OPT_NSTATE]; /* [sgd=0/adam=1][slot] */
@@ -46,7 +50,21 @@ int opt_sgd_update(const opt_group *h, opt_param *st, lt_tensor *g);
 int opt_adam_update(const opt_group *h, opt_param *st, lt_tensor *g, bool decoupled);
 
 /* A materialized zero tensor shaped like t: a data leaf, not a FILL node, so
- * the step that creates the state traces the same graph as later steps. */
+ * the step that creates the state traces the same graph as later steps.
+ * opt_state_zeros: one state tensor for parameter p (sharded: its chunk). */
 lt_tensor *opt_zeros_like(lt_tensor *t);
+lt_tensor *opt_state_zeros(const lt_optim *o, lt_tensor *p);
+
+/* clip.c: g[i] *= clamp(max_norm / (total + 1e-6), max=1), as
+ * lt_clip_grad_norm_ given the total norm. 0 or -1. */
+int opt_clip_by(int n, lt_tensor *const *g, lt_tensor *total, double max_norm);
+/* lt_clip_grad_norm_ without its check that the optimizers are not sharded. */
+lt_tensor *opt_clip_grad_norm(int n, lt_tensor *const *params, double max_norm);
+
+/* shard.c (ZeRO-1, lt_dist_set_shard_optimizer): the step of a sharded
+ * optimizer, and its whole state gathered for lt_optim_state (collective;
+ * fills o->whole in the order of o->params' non-NULL s[]). 0 or -1. */
+int opt_shard_step(lt_optim *o);
+int opt_shard_gather(lt_optim *o);
 
 #endif

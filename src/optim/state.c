@@ -1,7 +1,8 @@
 /* Optimizer state for checkpoints: named tensors "<slot>.<i>" (i = the
  * parameter's index over all groups in the order they were added), as in
  * PyTorch's optimizer state_dict; step counts go separately
- * (lt_optim_get_step), e.g. into safetensors metadata. */
+ * (lt_optim_get_step), e.g. into safetensors metadata. A sharded optimizer
+ * (shard.c) hands out and takes whole tensors too. */
 #include "optim.h"
 
 #include "../core/core.h"
@@ -16,6 +17,7 @@ int lt_optim_state(lt_optim *o, int max, const char **names, lt_tensor **tensors
     if (max <= 0) return total;
     if (!names || !tensors)
         return err_set(LT_ERR_NULL, "lt_optim_state: argument '%s' is NULL", names ? "tensors" : "names"), -1;
+    if (o->shard && opt_shard_gather(o)) return -1; /* whole tensors, whatever the world size */
     char **nn = core_calloc((size_t)total + 1, sizeof *nn);
     if (!nn) return -1;
     int k = 0;
@@ -33,7 +35,7 @@ int lt_optim_state(lt_optim *o, int max, const char **names, lt_tensor **tensors
             strcpy(nn[k], buf);
             if (k < max) {
                 names[k] = nn[k];
-                tensors[k] = o->params[i].s[s];
+                tensors[k] = o->shard ? o->whole[k] : o->params[i].s[s];
             }
             k++;
         }
@@ -88,7 +90,9 @@ int lt_optim_load_state(lt_optim *o, int n, const char *const *names, lt_tensor 
     for (int k = 0; k < n; k++) {
         int s, i;
         parse_name(o, names[k], &s, &i);
-        lt_tensor *c = lt_clone(tensors[k]); /* the optimizer owns its state; the caller keeps its tensor */
+        /* The optimizer owns its state; the caller keeps its tensor. Sharded:
+         * this rank's chunk of it, whatever world size wrote the file. */
+        lt_tensor *c = o->shard ? lt_dist_shard(tensors[k]) : lt_clone(tensors[k]);
         if (!c) return -1;
         lt_free(o->params[i].s[s]);
         o->params[i].s[s] = c;

@@ -9,7 +9,15 @@
  * copies its operands into one staging buffer and issues ONE collective
  * (LT_DIST_BUCKET_MB, 0 = off): a ResNet-50 step issues tens, not hundreds.
  * A bucket closes when the next one would not fit, or before a kernel that
- * reads one of its results; it starts where its last member was ready. */
+ * reads one of its results; it starts where its last member was ready.
+ *
+ * REDUCE_SCATTER and ALL_GATHER (ZeRO-1) always run through a staging
+ * buffer, since operand and result differ in size. A bucket of them is
+ * one reduce-scatter or all-gather of chunk C = the members' chunks
+ * together: rank r's part of the stage holds every member's chunk r, one
+ * after the other, so one MPI call hands each rank its chunk of every
+ * member. Operands are copied in (zero-padded) at the start, results out
+ * at the wait. */
 #include "cpu.h"
 
 #include "../../dist/dist.h"
@@ -17,8 +25,33 @@
 
 static size_t value_bytes(const gnode *y) { return (size_t)y->numel * dtype_size((lt_dtype)y->dtype); }
 
+static int is_shard_op(int op) { return op == LT_OP_REDUCE_SCATTER || op == LT_OP_ALL_GATHER; }
+
 static int is_coll(const exec_graph *g, const kernel *k) {
     return k->kind == K_COLL && g_ops[g->nodes[k->node].op].flags & COLLECTIVE;
+}
+
+/* A REDUCE_SCATTER or ALL_GATHER member's chunk, its whole tensor's
+ * elements (the operand, or the result), and the world size. */
+static int64_t shard_chunk(const exec_graph *g, const gnode *y) {
+    return y->op == LT_OP_REDUCE_SCATTER ? y->numel : g->nodes[y->in[0]].numel;
+}
+static int64_t shard_whole(const exec_graph *g, const gnode *y) {
+    return y->op == LT_OP_REDUCE_SCATTER ? g->nodes[y->in[0]].numel : y->numel;
+}
+static int64_t shard_world(const gnode *y) { return y->op == LT_OP_REDUCE_SCATTER ? y->ia[1] : y->ia[0]; }
+
+/* The chunk of a reduce-scatter or all-gather kernel: its members' together. */
+static int64_t kernel_chunk(const exec_graph *g, const kernel *kn) {
+    int64_t c = 0;
+    for (int i = 0; i < kn->nwrite; i++) c += shard_chunk(g, &g->nodes[kn->write[i]]);
+    return c;
+}
+
+/* Elements [r * c, (r + 1) * c) of a tensor of n: how many exist (the rest is padding). */
+static int64_t chunk_have(int64_t n, int64_t r, int64_t c) {
+    int64_t h = n - r * c;
+    return h < 0 ? 0 : h > c ? c : h;
 }
 
 /* Can collective kernel b join a bucket whose first member is a? */
@@ -28,7 +61,7 @@ static int compatible(const exec_graph *g, const kernel *a, const kernel *b) {
 }
 
 /* Merges bucket members m[0..nm) (kernels of ks, in order) into one kernel. */
-static int merge(kernel *ks, const int32_t *m, int nm, kernel *out) {
+static int merge(const exec_graph *g, kernel *ks, const int32_t *m, int nm, kernel *out) {
     int32_t *read = core_malloc((size_t)nm * 4), *write = core_malloc((size_t)nm * 4);
     uint8_t *inplace = core_malloc((size_t)nm);
     if (!read || !write || !inplace) {
@@ -38,7 +71,9 @@ static int merge(kernel *ks, const int32_t *m, int nm, kernel *out) {
     for (int i = 0; i < nm; i++) {
         read[i] = ks[m[i]].read[0];
         write[i] = ks[m[i]].write[0];
-        inplace[i] = 1; /* operands are copied into the stage at start, results out of it at the wait */
+        /* Operands are copied into the stage at start, results out of it at
+         * the wait; ZeRO-1's results differ in size from their operands. */
+        inplace[i] = !is_shard_op(g->nodes[ks[m[i]].node].op);
     }
     *out = (kernel){.kind = K_COLL, .node = ks[m[0]].node, .nmembers = nm, .nread = nm, .read = read,
                     .nwrite = nm, .write = write, .inplace_ok = inplace};
@@ -68,7 +103,7 @@ int cpu_bucket_collectives(const exec_graph *g, kernel *ks, int *nk, size_t cap)
                 merged = ks[m[0]];
                 memset(&ks[m[0]], 0, sizeof ks[m[0]]);
             } else {
-                if (merge(ks, m, nm, &merged)) rc = -1;
+                if (merge(g, ks, m, nm, &merged)) rc = -1;
                 for (int i = 0; i < nm && rc == 0; i++) {
                     core_free(ks[m[i]].read), core_free(ks[m[i]].write), core_free(ks[m[i]].inplace_ok);
                     memset(&ks[m[i]], 0, sizeof ks[m[i]]);
@@ -139,7 +174,11 @@ int cpu_coll_plan(const exec_graph *g, const kernel *k, int nk, coll_plan *cp) {
             if (first_read[k[j].write[i]] < w) w = first_read[k[j].write[i]];
         wait_at[j] = w;
         cp->wait_start[w + 1]++;
-        if (k[j].nmembers > 1) {
+        const gnode *y = &g->nodes[k[j].node];
+        if (is_shard_op(y->op)) { /* every rank's chunk */
+            size_t b = (size_t)(shard_world(y) * kernel_chunk(g, &k[j])) * dtype_size((lt_dtype)y->dtype);
+            if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
+        } else if (k[j].nmembers > 1) {
             size_t b = 0;
             for (int i = 0; i < k[j].nwrite; i++) b += value_bytes(&g->nodes[k[j].write[i]]);
             if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
@@ -161,8 +200,9 @@ done:
 }
 
 static int start(const gnode *y, void *buf, int64_t n) {
-    int bcast = y->op == LT_OP_BROADCAST;
-    int r = dist_start(bcast, buf, n, (lt_dtype)y->dtype, (int)y->ia[0]);
+    enum dist_coll kind = y->op == LT_OP_BROADCAST ? DIST_BROADCAST : y->op == LT_OP_REDUCE_SCATTER ? DIST_REDUCE_SCATTER
+                        : y->op == LT_OP_ALL_GATHER ? DIST_ALL_GATHER : DIST_ALL_REDUCE;
+    int r = dist_start(kind, buf, n, (lt_dtype)y->dtype, (int)y->ia[0]);
     LT_ASSERT(r >= 0); /* the sync checked the group is open; only OOM is left, and dist_start runs blocking then */
     return r;
 }
@@ -170,6 +210,24 @@ static int start(const gnode *y, void *buf, int64_t n) {
 void cpu_coll_start(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, void *const *rp, void *const *wp) {
     const gnode *y = &g->nodes[kn->node];
     char *stage = cp->stage[j];
+    if (is_shard_op(y->op)) {
+        int64_t cc = kernel_chunk(g, kn), off = 0, w = shard_world(y), me = dist_rank();
+        size_t es = dtype_size((lt_dtype)y->dtype);
+        for (int i = 0; i < kn->nread; i++) {
+            const gnode *x = &g->nodes[kn->write[i]];
+            int64_t c = shard_chunk(g, x), n = shard_whole(g, x);
+            for (int64_t r = 0; r < w; r++) {
+                if (x->op == LT_OP_ALL_GATHER && r != me) continue; /* all-gather: this rank's chunk only */
+                char *to = stage + (size_t)(r * cc + off) * es;
+                int64_t have = x->op == LT_OP_ALL_GATHER ? c : chunk_have(n, r, c);
+                if (have) memcpy(to, (const char *)rp[i] + (size_t)(x->op == LT_OP_ALL_GATHER ? 0 : r * c) * es, (size_t)have * es);
+                memset(to + (size_t)have * es, 0, (size_t)(c - have) * es);
+            }
+            off += c;
+        }
+        cp->req[j] = start(y, stage, cc);
+        return;
+    }
     if (!stage) { /* one member: in place on its result */
         if (wp[0] != rp[0]) memcpy(wp[0], rp[0], value_bytes(y));
         cp->req[j] = start(y, wp[0], y->numel);
@@ -193,6 +251,23 @@ void cpu_coll_wait(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, 
     cp->req[j] = -1;
     char *stage = cp->stage[j];
     if (!stage) return;
+    const gnode *y = &g->nodes[kn->node];
+    if (is_shard_op(y->op)) { /* reduce-scatter: the chunks at the start; all-gather: each rank's, in place */
+        int64_t cc = kernel_chunk(g, kn), off = 0, w = shard_world(y);
+        size_t es = dtype_size((lt_dtype)y->dtype);
+        for (int i = 0; i < kn->nwrite; i++) {
+            const gnode *x = &g->nodes[kn->write[i]];
+            char *out = sp[slot_of[kn->write[i]]];
+            int64_t c = shard_chunk(g, x), n = x->numel;
+            if (x->op == LT_OP_REDUCE_SCATTER && c) memcpy(out, stage + (size_t)off * es, (size_t)c * es);
+            for (int64_t r = 0; x->op == LT_OP_ALL_GATHER && r < w; r++) {
+                int64_t have = chunk_have(n, r, c);
+                if (have) memcpy(out + (size_t)(r * c) * es, stage + (size_t)(r * cc + off) * es, (size_t)have * es);
+            }
+            off += c;
+        }
+        return;
+    }
     size_t off = 0;
     for (int i = 0; i < kn->nwrite; i++) {
         const gnode *x = &g->nodes[kn->write[i]];

@@ -276,8 +276,9 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
     if (!kn->read || !kn->write || !kn->inplace_ok) return -1;
     /* A scatter whose base dies may write its window into the base. */
     if (kn->kind == K_SCATTER) kn->inplace_ok[0] = 1;
-    /* A collective copies its operand into its result and runs there. */
-    if (kn->kind == K_COLL) kn->inplace_ok[0] = 1;
+    /* A collective copies its operand into its result and runs there (but
+     * ZeRO-1's pair, whose result differs in size: coll.c). */
+    if (kn->kind == K_COLL) kn->inplace_ok[0] = y->op == LT_OP_ALL_REDUCE || y->op == LT_OP_BROADCAST;
     /* Batch norm's outputs depend on inputs at the same index only (after
      * the channel's sums, read first): one may take the place of a dying x
      * (BN_APPLY: the eval forward's conv output) or g, x (BN_BWD_INPUT). */

@@ -147,6 +147,8 @@ void ref_run_node(const gnode *y, const ref_arg *in, const double *sc, void *out
     case LT_OP_ATTENTION_BWD: ref_attention_bwd(y, in, sc, out); break;
     case LT_OP_GRAD_NORM: ref_grad_norm(y, in, out); break;
     case LT_OP_ALL_REDUCE: case LT_OP_BROADCAST: ref_collective(y, in, out); break;
+    case LT_OP_REDUCE_SCATTER: case LT_OP_ALL_GATHER: ref_shard_collective(y, in, out); break;
+    case LT_OP_SHARD: ref_shard(y, in, out); break;
     /* the PyTorch device's nn family */
     case LT_OP_MAX_POOL2D_INDICES: ref_max_pool2d_indices(y, in, out); break;
     case LT_OP_LN_STATS: ref_ln_stats(y, in, sc, out); break;

@@ -140,5 +140,7 @@ void ref_as_strided_scatter(const gnode *y, const ref_arg *in, void *out);
 void ref_as_strided_backward(const gnode *y, const ref_arg *in, void *out); /* ref_grad.c */
 void ref_fill(const gnode *y, const double *sc, void *out);
 void ref_collective(const gnode *y, const ref_arg *in, void *out); /* ref_dist.c: blocking MPI */
+void ref_shard_collective(const gnode *y, const ref_arg *in, void *out);
+void ref_shard(const gnode *y, const ref_arg *in, void *out);
 
 #endif
