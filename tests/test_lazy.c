@@ -303,6 +303,35 @@ TEST(partial_sync_keeps_inputs_alive) {
     lt_free(b);
 }
 
+/* A storage given a whole new value (fill_, zero_, a full-cover view's
+ * assign) drops its old buffer at once, unless IR of this trace reads it:
+ * a step that zeroes a gradient in place does not hold the old and the
+ * new gradient at once (PyTorch's zero_grad on the device). */
+TEST(overwritten_storage_frees_its_buffer_at_once) {
+    int64_t s[1] = {1 << 20}; /* 4 MiB */
+    lt_tensor *g = lt_randn(LT_F32, 1, s), *h = lt_randn(LT_F32, 1, s);
+    lt_mark_step();
+    lt_metrics_reset(); /* PeakBytes restarts at the bytes live now */
+    double live = lt_metric("PeakBytes");
+    CHECK(lt_zero_(g) == g);
+    lt_metrics_reset();
+    CHECK_MSG(lt_metric("PeakBytes") <= live - 4.0 * (1 << 20), "live bytes %g -> %g: g's old buffer was kept", live,
+              lt_metric("PeakBytes"));
+    CHECK(lt_add_(g, h) == g);
+    lt_mark_step();
+    /* the step: g's new buffer in place of the old one (a few small buffers besides) */
+    CHECK_MSG(lt_metric("PeakBytes") <= live + (1 << 16), "step peak %g, live before %g", lt_metric("PeakBytes"), live);
+    /* a pending read of the old value keeps it: a = g * 2 traced before g.zero_() */
+    lt_tensor *a = lt_mul_scalar(g, 2);
+    CHECK(lt_zero_(g) == g);
+    double *ra = h_read(a), *rh = h_read(h), *rg = h_read(g);
+    int ok = 1;
+    for (int i = 0; i < 1 << 20; i++) ok &= ra[i] == 2.0 * rh[i] && rg[i] == 0.0; /* old g was 0 + h */
+    CHECK_MSG(ok, "the value read before the overwrite changed");
+    free(ra), free(rh), free(rg);
+    lt_free(a), lt_free(g), lt_free(h);
+}
+
 /* ---- compile cache ------------------------------------------------------------------ */
 
 static double U0, C0;
@@ -493,6 +522,7 @@ TEST(bounded_memory_without_mark_step) {
 int main(void) {
     RUN(random_programs);
     RUN(partial_sync_keeps_inputs_alive);
+    RUN(overwritten_storage_frees_its_buffer_at_once);
     RUN(second_identical_step_compiles_nothing);
     RUN(aliasing_is_part_of_the_key);
     RUN(runtime_scalars_and_baked_specials);

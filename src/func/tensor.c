@@ -253,16 +253,31 @@ ir_node *func_view_value(lt_tensor *t) {
     return v;
 }
 
+/* s gets a whole new value: its buffer is dead now unless IR of this trace
+ * reads it (a DATA leaf made from it in this arena epoch; another storage
+ * sharing the buffer holds its own reference). Released here rather than
+ * when the sync rebinds s, so a step that overwrites storages (torch's
+ * zero_grad zeroes every gradient in place) does not hold their old and
+ * new values at once. */
+static void release_overwritten(storage *s) {
+    if (!s->buf || (s->leaf && s->leaf_epoch == g_arena.epoch)) return;
+    buffer_release(s->buf);
+    s->buf = NULL;
+    s->leaf = NULL;
+}
+
 int func_assign(lt_tensor *t, ir_node *v) {
     storage *s = t->st;
     if (LT_LIKELY(!t->is_view)) {
+        release_overwritten(s);
         if (!s->node) g_pending++;
         s->node = v;
         s->gen++;
         return 0;
     }
     ir_node *nb;
-    if (covers_storage(t)) {
+    int whole = covers_storage(t);
+    if (whole) {
         if (shape_eq(t->ndim, t->shape, s->ndim, s->shape)) {
             nb = v;
         } else {
@@ -281,6 +296,7 @@ int func_assign(lt_tensor *t, ir_node *v) {
         nb = ir_new(LT_OP_AS_STRIDED_SCATTER, (lt_dtype)s->dtype, s->ndim, s->shape, 2, in, t->ndim + 1, ia, 0, NULL);
     }
     if (!nb) return -1;
+    if (whole) release_overwritten(s);
     if (!s->node) g_pending++;
     s->node = nb;
     s->gen++;
