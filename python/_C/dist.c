@@ -60,22 +60,23 @@ static PyObject *f_average_grads(PyObject *m, PyObject *params) {
     Py_RETURN_NONE;
 }
 
-static PyObject *f_set_sync_bn(PyObject *m, PyObject *on) {
-    (void)m;
+/* A switch of the dist API set from a Python truth value. */
+static PyObject *set_switch(PyObject *on, void (*set)(bool)) {
     int b = PyObject_IsTrue(on);
     if (b < 0) return NULL;
-    lt_dist_set_sync_bn(b);
+    set(b != 0);
     if (ltpy_check()) return NULL;
     Py_RETURN_NONE;
 }
 
+static PyObject *f_set_sync_bn(PyObject *m, PyObject *on) {
+    (void)m;
+    return set_switch(on, lt_dist_set_sync_bn);
+}
+
 static PyObject *f_set_shard_optimizer(PyObject *m, PyObject *on) {
     (void)m;
-    int b = PyObject_IsTrue(on);
-    if (b < 0) return NULL;
-    lt_dist_set_shard_optimizer(b);
-    if (ltpy_check()) return NULL;
-    Py_RETURN_NONE;
+    return set_switch(on, lt_dist_set_shard_optimizer);
 }
 
 #define F(name, flags) {#name, (PyCFunction)(void (*)(void))f_##name, flags, NULL}

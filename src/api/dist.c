@@ -47,14 +47,23 @@ static lt_tensor *collective(const char *fn, lt_tensor *t, int op, int64_t arg) 
     return t;
 }
 
+/* op is a reduction, and MEAN's t is floating-point (lt_all_reduce_,
+ * lt_reduce_scatter); -1 with the error set. */
+static int check_reduce_op(const char *fn, const lt_tensor *t, lt_reduce_op op) {
+    if ((int)op < 0 || (int)op >= DIST_NOPS)
+        return err_set(LT_ERR_ARG, "%s: argument 'op' is %d; expected LT_REDUCE_SUM, _MEAN, _MAX or _MIN", fn, (int)op),
+               -1;
+    if (t && t->magic == LT_HANDLE_MAGIC && op == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)t->dtype))
+        return err_set(LT_ERR_DTYPE, "%s: argument 't' is %s; reduction '%s' needs a floating-point tensor", fn,
+                       dtype_name((lt_dtype)t->dtype), op_names[op]),
+               -1;
+    return 0;
+}
+
 lt_tensor *lt_all_reduce_(lt_tensor *t, lt_reduce_op op) {
     static const char fn[] = "lt_all_reduce_";
     if (LT_UNLIKELY(!g_initialized)) api_init_slow();
-    if ((int)op < 0 || (int)op >= DIST_NOPS)
-        return err_set(LT_ERR_ARG, "%s: argument 'op' is %d; expected LT_REDUCE_SUM, _MEAN, _MAX or _MIN", fn, (int)op);
-    if (t && t->magic == LT_HANDLE_MAGIC && op == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)t->dtype))
-        return err_set(LT_ERR_DTYPE, "%s: reduction '%s' needs a floating-point tensor, got %s", fn, op_names[op],
-                       dtype_name((lt_dtype)t->dtype));
+    if (check_reduce_op(fn, t, op)) return NULL;
     return collective(fn, t, LT_OP_ALL_REDUCE, op);
 }
 
@@ -91,11 +100,7 @@ static lt_tensor *chunk_node(const char *fn, lt_tensor *t, int op, int nia, cons
 lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op) {
     static const char fn[] = "lt_reduce_scatter";
     if (LT_UNLIKELY(!g_initialized)) api_init_slow();
-    if ((int)op < 0 || (int)op >= DIST_NOPS)
-        return err_set(LT_ERR_ARG, "%s: argument 'op' is %d; expected LT_REDUCE_SUM, _MEAN, _MAX or _MIN", fn, (int)op);
-    if (t && t->magic == LT_HANDLE_MAGIC && op == LT_REDUCE_MEAN && !dtype_is_float((lt_dtype)t->dtype))
-        return err_set(LT_ERR_DTYPE, "%s: argument 't' is %s; reduction '%s' needs a floating-point tensor", fn,
-                       dtype_name((lt_dtype)t->dtype), op_names[op]);
+    if (check_reduce_op(fn, t, op)) return NULL;
     return chunk_node(fn, t, LT_OP_REDUCE_SCATTER, 2, (int64_t[]){op, dist_world()});
 }
 
