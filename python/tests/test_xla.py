@@ -150,6 +150,41 @@ def test_parallel_loader_and_rate_tracker():
     assert t.rate() > 0 and t.global_rate() > 0
 
 
+def test_parallel_loader_thread_holds_no_device_tensor_and_ends_before_exit(tmp_path):
+    # A loop that breaks early leaves the loader's thread drawing host
+    # batches. That thread must not keep the ParallelLoader (and its
+    # batches already on the device) alive, and must have ended before the
+    # interpreter finalizes: a daemon thread freeing a tensor then aborted
+    # the process ("terminate called without an active exception").
+    s = script(tmp_path, """
+        import gc, sys, time, weakref
+        import torch
+        import lazytensor.xla.core.xla_model as xm
+        import lazytensor.xla.distributed.parallel_loader as pl
+        def slow():
+            try:
+                for i in range(100):
+                    time.sleep(0.2)
+                    yield torch.full((2,), float(i))
+            finally:
+                print("host loader closed", flush=True)
+        dev = xm.xla_device()
+        loader = pl.ParallelLoader(slow(), [dev], device_prefetch_size=1)
+        for x in loader.per_device_loader(dev):
+            break
+        ref = weakref.ref(loader)
+        del loader, x
+        gc.collect()
+        print("freed" if ref() is None else "kept alive", flush=True)
+        again = pl.ParallelLoader(slow(), [dev])  # never closed: stopped at exit
+        next(iter(again.per_device_loader(dev)))
+    """)
+    r = run_py([s], timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "freed" in lines and lines.count("host loader closed") == 2, r.stdout
+
+
 def test_example_one_process():
     r = run_py(["-m", "lazytensor.xla", EXAMPLE, "--fake_data", "--model", "mlp", "--img_dim", "8",
                 "--batch_size", "8", "--num_steps", "3", "--log_steps", "1", "--metrics_debug"])

@@ -12,16 +12,29 @@ so the thread does what can overlap: everything before the copy.
 
 As PyTorch/XLA's, iterating calls mark_step before each batch after the
 first and once at the end, so a training loop needs no mark_step of its own.
+
+The thread holds host objects only (the loader, the queue, the stop flag),
+never the ParallelLoader: whatever a thread drops last it frees, and a device
+tensor freed there would call the core beside the training thread. It is a
+daemon (a loop that breaks early must not keep the program alive), so every
+live loader is stopped and joined at exit, before the interpreter finalizes:
+a daemon thread still running then is killed when it next takes the GIL,
+which aborts the process when that happens inside torch's C++ (a tensor's
+dealloc releases the GIL).
 """
+import atexit
 import collections
 import queue
 import threading
+import weakref
 
 import torch
 
 from .._names import missing as _missing
 
 _END = object()
+_EXIT_JOIN_S = 30.0  # at exit, how long a loader may take to finish the batch it is drawing
+_live = weakref.WeakSet()
 
 
 class _Failure:
@@ -83,8 +96,10 @@ class ParallelLoader:
         self._device_prefetch = max(1, device_prefetch_size)
         self._done = False
         self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._produce, name="lazytensor.xla loader", daemon=True)
+        self._thread = threading.Thread(target=_produce, args=(loader, self._host, self._closed),
+                                        name="lazytensor.xla loader", daemon=True)
         self._thread.start()
+        _live.add(self)
 
     def __len__(self):
         return len(self._loader)
@@ -96,26 +111,8 @@ class ParallelLoader:
         return len(self._loader)
 
     def close(self):
+        """Stops the thread after the batch it is drawing (without waiting for it)."""
         self._closed.set()
-
-    def _put(self, item):
-        while not self._closed.is_set():
-            try:
-                self._host.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def _produce(self):
-        # Host (CPU) work only: see the module's comment.
-        try:
-            for batch in self._loader:
-                if not self._put(batch):
-                    return
-            self._put(_END)
-        except BaseException as e:  # re-raised on the consuming thread
-            self._put(_Failure(e))
 
     def _take(self):
         item = self._host.get()
@@ -135,6 +132,35 @@ class ParallelLoader:
 
     def __del__(self):
         self._closed.set()
+
+
+def _produce(loader, host, closed):
+    # Host (CPU) work only, and no reference to the ParallelLoader: see the module's comment.
+    def put(item):
+        while not closed.is_set():
+            try:
+                host.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    try:
+        for batch in loader:
+            if not put(batch):
+                return
+        put(_END)
+    except BaseException as e:  # re-raised on the consuming thread
+        put(_Failure(e))
+
+
+@atexit.register
+def _stop_all():
+    loaders = list(_live)
+    for l in loaders:
+        l.close()
+    for l in loaders:
+        l._thread.join(_EXIT_JOIN_S)
 
 
 class MpDeviceLoader:
