@@ -1,4 +1,4 @@
-/* The loops of the attention kernels (transformer.c), compiled once per
+/* The loops of the attention kernels (attention.c), compiled once per
  * instruction set (included through isa_copies.h, ISA_SUF the suffix). A
  * tile of scores is a small matrix product: the key rows are transposed
  * into kt so each query element multiplies a row of BK keys, one v16 at a

@@ -198,8 +198,11 @@ void cpu_dnnl_free(cpu_dnnl *d);
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked);
 /* The transformer ops (transformer.c), float32: layer norm and its backward
- * ops, attention (tiled, no T x T buffer) and its backward, GRAD_NORM. */
+ * ops, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
+ * buffer; -1 for head dims it does not take (the reference runs). */
+int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 /* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
  * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
 int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);

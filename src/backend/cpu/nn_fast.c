@@ -286,9 +286,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_BN_APPLY: bn_apply_run(y, a0, in, sc[0], NULL, 0, out, blocked); return 0;
     case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], out, NULL, blocked); return 0;
     case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], NULL, out, blocked); return 0;
-    case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_ATTENTION:
-    case LT_OP_ATTENTION_BWD: case LT_OP_GRAD_NORM:
+    case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_GRAD_NORM:
         return cpu_transformer_run(g, y, in, sc, out);
+    case LT_OP_ATTENTION: case LT_OP_ATTENTION_BWD: return cpu_attention_run(g, y, in, sc, out);
     case LT_OP_CUMSUM: return cpu_cumsum_run(y, a0, in[0], out);
     case LT_OP_FLIP: return cpu_flip_run(y, in[0], out);
     case LT_OP_AS_STRIDED_BACKWARD: return cpu_as_strided_backward(y, a0, in[0], out);
