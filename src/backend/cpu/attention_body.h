@@ -1,74 +1,140 @@
 /* The loops of the attention kernels (attention.c), compiled once per
- * instruction set (included through isa_copies.h, ISA_SUF the suffix). A
- * tile of scores is a small matrix product: the key rows are transposed
- * into kt so each query element multiplies a row of BK keys, one v16 at a
- * time, with the BK accumulators of the row in registers (a dot product
- * per score would reduce across lanes). Loops over the head dim D are
- * `omp simd`: any D, with a scalar tail. Not a normal header (no include
- * guard, on purpose). */
+ * instruction set (included through isa_copies.h, ISA_SUF the suffix). Not
+ * a normal header (no include guard, on purpose).
+ *
+ * Every product of the kernels is one small matrix product, C (m x 16 nv)
+ * += A (m x k) B (k x 16 nv), in a register-blocked loop (mk below): up to
+ * 4 rows of C by 4 vectors of 16, each element of A broadcast against a
+ * row of B. A is read through two strides, so a tile and its transpose are
+ * both an A. B's rows are 16-float multiples: the head dim is padded to Dp
+ * (the problem's operands copied when D is not a multiple of 16), and the
+ * keys' transposes (kt, vt) are padded to Tp columns. */
 #define AT_FN(x) CAT3(x, ISA_SUF, )
 
-/* out[i * BK + j] = a_i . b_j for i < ni, j < BK (rows of D floats at a and
- * b; key rows at or past nj count as zeros). */
-static void AT_FN(tile_dots)(const float *a, const float *b, int64_t D, int64_t ni, int64_t nj, float *out) {
-    float kt[DMAX * BK];
-    for (int64_t c = 0; c < D; c++)
-        for (int64_t j = 0; j < BK; j++) kt[c * BK + j] = j < nj ? b[j * D + c] : 0.0f;
-    for (int64_t i = 0; i < ni; i++) {
-        v16 r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
-        const float *ai = a + i * D;
-        for (int64_t c = 0; c < D; c++) {
-            const float *kc = kt + c * BK;
-            float x = ai[c];
-            r0 += x * V16(kc), r1 += x * V16(kc + 16), r2 += x * V16(kc + 32), r3 += x * V16(kc + 48);
+/* C (mr x 16 nv) = (add ? C : 0) + A (mr x k) B (k x 16 nv), mr and nv
+ * constants at each call (the accumulators stay in registers). */
+static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const int nv, int add, int64_t k,
+                                                            const float *A, int64_t ars, int64_t acs, const float *B,
+                                                            int64_t ldb, float *C, int64_t ldc) {
+    v16 c[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (r < mr && v < nv) c[r][v] = add ? V16(C + r * ldc + 16 * v) : (v16){0};
+    for (int64_t p = 0; p < k; p++) {
+        v16 b[4];
+        const float *bp = B + p * ldb;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (v < nv) b[v] = V16(bp + 16 * v);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            if (r >= mr) continue;
+            float a = A[r * ars + p * acs];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
+                if (v < nv) c[r][v] += a * b[v];
         }
-        float *o = out + i * BK;
-        V16(o) = r0, V16(o + 16) = r1, V16(o + 32) = r2, V16(o + 48) = r3;
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (r < mr && v < nv) V16(C + r * ldc + 16 * v) = c[r][v];
 }
 
-/* Scaled scores of query rows [i0, i0 + ni) against keys [j0, j0 + nj)
- * into s (ni x BK); masked entries are -inf. */
-static void AT_FN(scores)(const att *a, const float *q, const float *k, int64_t i0, int64_t ni, int64_t j0,
-                          int64_t nj, float *s) {
-    AT_FN(tile_dots)(q + i0 * a->g.D, k + j0 * a->g.D, a->g.D, ni, nj, s);
-    for (int64_t i = 0; i < ni; i++) {
-        float *si = s + i * BK;
-        OMP_SIMD for (int64_t j = 0; j < BK; j++) si[j] *= a->scale;
-        if (a->g.causal)
-            for (int64_t j = i0 + i + 1 - j0 < 0 ? 0 : i0 + i + 1 - j0; j < nj; j++) si[j] = -INFINITY;
+#define AT_MK(MR, NV) AT_FN(mk)(MR, NV, add, k, a, ars, acs, b, ldb, c, ldc)
+#define AT_MK_ROWS(NV)                                                                                                 \
+    switch (mr) {                                                                                                      \
+    case 4: AT_MK(4, NV); break;                                                                                       \
+    case 3: AT_MK(3, NV); break;                                                                                       \
+    case 2: AT_MK(2, NV); break;                                                                                       \
+    default: AT_MK(1, NV); break;                                                                                      \
+    }
+
+/* C (m x n) = (add ? C : 0) + A (m x k) B (k x n), n a multiple of 16. */
+static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const float *A, int64_t ars, int64_t acs,
+                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+    for (int64_t j = 0; j < n; j += 64) {
+        int nv = n - j >= 64 ? 4 : (int)(n - j) / 16;
+        for (int64_t i = 0; i < m; i += 4) {
+            int mr = m - i >= 4 ? 4 : (int)(m - i);
+            const float *a = A + i * ars, *b = B + j;
+            float *c = C + i * ldc + j;
+            switch (nv) {
+            case 4: AT_MK_ROWS(4) break;
+            case 3: AT_MK_ROWS(3) break;
+            case 2: AT_MK_ROWS(2) break;
+            default: AT_MK_ROWS(1) break;
+            }
+        }
     }
 }
+#undef AT_MK_ROWS
+#undef AT_MK
 
-/* One query tile of problem bh: o rows, or, if lse is given, each row's
- * log-sum-exp (the backward's first sweep; then v is not read). */
-static void AT_FN(tile_fwd)(const att *a, int64_t bh, const float *q, const float *k, const float *v, int64_t i0,
-                            int64_t ni, float *o, float *lse) {
-    int64_t D = a->g.D, kend = att_kend(a, i0, ni);
+/* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
+ * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
+static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
+    AT_FN(mm)(0, ni, up16(nj), p->D, p->q + i0 * p->ld, p->ld, 1, p->kt + j0, p->Tp, s, BK);
+}
+
+/* Row si of a score tile (BK floats): scaled, the keys from lim on masked
+ * (-inf), its maximum with m returned. */
+static float AT_FN(row_max)(float *si, int64_t lim, float scale, float m) {
+    for (int64_t j = lim; j < BK; j++) si[j] = -INFINITY;
+    v16 mv = V16(si) * scale;
+    V16(si) = mv;
+    for (int j = 16; j < BK; j += 16) {
+        v16 x = V16(si + j) * scale;
+        V16(si + j) = x;
+        mv = VSEL(x > mv, x, mv);
+    }
+    for (int c = 0; c < 16; c++) m = mv[c] > m ? mv[c] : m;
+    return m;
+}
+
+/* si[j] = exp(si[j] - mx) for the whole row (masked keys give 0); their sum. */
+static float AT_FN(row_exp)(float *si, float mx) {
+    OMP_SIMD for (int j = 0; j < BK; j++) si[j] = expf(si[j] - mx);
+    v16 sv = V16(si);
+    for (int j = 16; j < BK; j += 16) sv += V16(si + j);
+    float sum = 0;
+    for (int c = 0; c < 16; c++) sum += sv[c];
+    return sum;
+}
+
+/* One query tile [i0, i0 + ni) of a problem: o rows, or, if lse is given,
+ * each row's log-sum-exp (the backward's first sweep; v is not read). */
+static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0, int64_t ni, float *o, float *lse) {
+    int64_t D = p->D, Dp = p->Dp, kend = att_kend(a, i0, ni);
     float s[BQ * BK], m[BQ], l[BQ], acc[BQ * DMAX];
     for (int64_t i = 0; i < ni; i++) m[i] = -INFINITY, l[i] = 0;
-    if (!lse) memset(acc, 0, (size_t)(ni * D) * sizeof *acc);
+    if (!lse) memset(acc, 0, (size_t)(ni * Dp) * sizeof *acc);
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int64_t nj = kend - j0 < BK ? kend - j0 : BK;
-        AT_FN(scores)(a, q, k, i0, ni, j0, nj, s);
+        AT_FN(scores)(p, i0, ni, j0, nj, s);
         for (int64_t i = 0; i < ni; i++) {
-            float *si = s + i * BK, mx = m[i];
-            for (int64_t j = 0; j < nj; j++) mx = si[j] > mx ? si[j] : mx;
-            if (mx == -INFINITY) continue; /* every key of this tile is masked */
-            float corr = expf(m[i] - mx), sum = 0;
-            OMP_SIMD_SUM(sum) for (int64_t j = 0; j < nj; j++) sum += (si[j] = expf(si[j] - mx));
+            float *si = s + i * BK;
+            int64_t lim = att_lim(a, i0 + i, j0, nj);
+            if (lim <= 0) { /* every key of this tile is masked for this row */
+                memset(si, 0, BK * sizeof *si);
+                continue;
+            }
+            float mx = AT_FN(row_max)(si, lim, a->scale, m[i]), sum = AT_FN(row_exp)(si, mx);
+            float corr = expf(m[i] - mx); /* 0 at the row's first tile: m was -inf */
             l[i] = l[i] * corr + sum;
             m[i] = mx;
             if (lse) continue;
-            float *ai = acc + i * D;
-            OMP_SIMD for (int64_t c = 0; c < D; c++) ai[c] *= corr;
-            for (int64_t j = 0; j < nj; j++) {
-                float w = si[j] * att_drop(a, bh, i0 + i, j0 + j);
-                if (w == 0) continue;
-                const float *vj = v + (j0 + j) * D;
-                OMP_SIMD for (int64_t c = 0; c < D; c++) ai[c] += w * vj[c];
+            if (corr != 1.0f) {
+                float *ai = acc + i * Dp;
+                OMP_SIMD for (int64_t c = 0; c < Dp; c++) ai[c] *= corr;
             }
+            if (a->g.p > 0)
+                for (int64_t j = 0; j < lim; j++) si[j] *= att_drop(a, bh, i0 + i, j0 + j);
         }
+        if (!lse) AT_FN(mm)(1, ni, Dp, nj, s, BK, 1, p->v + j0 * p->ld, p->ld, acc, Dp);
     }
     for (int64_t i = 0; i < ni; i++) {
         if (lse) {
@@ -76,71 +142,105 @@ static void AT_FN(tile_fwd)(const att *a, int64_t bh, const float *q, const floa
             continue;
         }
         float inv = 1.0f / l[i];
-        OMP_SIMD for (int64_t c = 0; c < D; c++) o[(i0 + i) * D + c] = acc[i * D + c] * inv;
+        OMP_SIMD for (int64_t c = 0; c < D; c++) o[(i0 + i) * D + c] = acc[i * Dp + c] * inv;
     }
 }
 
-static void AT_FN(forward)(const att *a, void *const *in, float *out) {
+static int AT_FN(forward)(const att *a, void *const *in, float *out) {
     int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < a->g.BH * nt; t++) {
-        int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
-        const float *q = (const float *)in[0] + bh * TD, *k = (const float *)in[1] + bh * TD;
-        AT_FN(tile_fwd)(a, bh, q, k, (const float *)in[2] + bh * TD, i0, ni, out + bh * TD, NULL);
-    }
-}
-
-/* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv]. Problems in parallel; the
- * query tiles of one problem in order, since they all add into its dk, dv.
- * Per tile pair: P = exp(S - lse), dPd = dO V^T (both as tile_dots),
- * dS = scale P (dPd M - rowsum(dO O)); dv += (P M)^T dO, dq += dS K,
- * dk += dS^T Q. */
-static void AT_FN(backward)(const att *a, void *const *in, float *out) {
-    int64_t TD = a->g.T * a->g.D, D = a->g.D, total = a->g.BH * TD;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t bh = 0; bh < a->g.BH; bh++) {
-        const float *g = (const float *)in[0] + bh * TD, *q = (const float *)in[1] + bh * TD;
-        const float *k = (const float *)in[2] + bh * TD, *v = (const float *)in[3] + bh * TD;
-        const float *o = (const float *)in[4] + bh * TD;
-        float *dq = out + bh * TD, *dk = out + total + bh * TD, *dv = out + 2 * total + bh * TD;
-        memset(dk, 0, (size_t)TD * sizeof *dk);
-        memset(dv, 0, (size_t)TD * sizeof *dv);
-        float s[BQ * BK], dp[BQ * BK], lse[BQ], di[BQ], dqa[BQ * DMAX];
-        for (int64_t i0 = 0; i0 < a->g.T; i0 += BQ) {
-            int64_t ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ, kend = att_kend(a, i0, ni);
-            AT_FN(tile_fwd)(a, bh, q, k, NULL, i0, ni, NULL, lse);
-            for (int64_t i = 0; i < ni; i++) {
-                float d = 0;
-                const float *gi = g + (i0 + i) * D, *oi = o + (i0 + i) * D;
-                OMP_SIMD_SUM(d) for (int64_t c = 0; c < D; c++) d += gi[c] * oi[c];
-                di[i] = d;
-            }
-            memset(dqa, 0, (size_t)(ni * D) * sizeof *dqa);
-            for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-                int64_t nj = kend - j0 < BK ? kend - j0 : BK;
-                AT_FN(scores)(a, q, k, i0, ni, j0, nj, s);
-                AT_FN(tile_dots)(g + i0 * D, v + j0 * D, D, ni, nj, dp);
-                for (int64_t i = 0; i < ni; i++) {
-                    const float *gi = g + (i0 + i) * D, *qi = q + (i0 + i) * D;
-                    float *dqi = dqa + i * D;
-                    for (int64_t j = 0; j < nj; j++) {
-                        float pij = expf(s[i * BK + j] - lse[i]);
-                        if (pij == 0) continue; /* masked (exp(-inf)) or underflow: contributes nothing */
-                        float mij = att_drop(a, bh, i0 + i, j0 + j), pm = pij * mij;
-                        float ds = a->scale * pij * (dp[i * BK + j] * mij - di[i]);
-                        const float *kj = k + (j0 + j) * D;
-                        float *dvj = dv + (j0 + j) * D, *dkj = dk + (j0 + j) * D;
-                        OMP_SIMD for (int64_t c = 0; c < D; c++) {
-                            dvj[c] += pm * gi[c];
-                            dqi[c] += ds * kj[c];
-                            dkj[c] += ds * qi[c];
-                        }
-                    }
-                }
-            }
-            memcpy(dq + i0 * D, dqa, (size_t)(ni * D) * sizeof *dqa);
+    size_t per = prob_floats(a, 0);
+    float *buf = core_aligned_alloc((size_t)NUM_THREADS() * per * sizeof *buf);
+    if (!buf) return -1;
+    /* A problem's tiles to one thread when there are problems enough: its
+     * operands are prepared once. */
+    int64_t chunk = a->g.BH >= 2 * NUM_THREADS() ? nt : 1;
+#pragma omp parallel
+    {
+        float *mine = buf + (size_t)THREAD_NUM() * per;
+        int64_t have = -1; /* the problem whose operands mine holds */
+        prob p;
+#pragma omp for schedule(dynamic, chunk)
+        for (int64_t t = 0; t < a->g.BH * nt; t++) {
+            int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
+            if (bh != have) prob_load(a, in, bh, 0, mine, &p), have = bh;
+            AT_FN(tile_fwd)(a, &p, bh, i0, ni, out + bh * TD, NULL);
         }
     }
+    core_free(buf);
+    return 0;
+}
+
+/* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv], in the manner of
+ * FlashAttention-2: problems in parallel; within one, a sweep for each
+ * row's log-sum-exp, then key tiles outer (their dk, dv tiles complete in
+ * place) and query tiles inner (dq accumulates over the key tiles). Per
+ * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
+ * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. */
+static int AT_FN(backward)(const att *a, void *const *in, float *out) {
+    int64_t TD = a->g.T * a->g.D, total = a->g.BH * TD, T = a->g.T, D = a->g.D;
+    size_t per = prob_floats(a, 1);
+    float *buf = core_aligned_alloc((size_t)NUM_THREADS() * per * sizeof *buf);
+    if (!buf) return -1;
+#pragma omp parallel
+    {
+        float *mine = buf + (size_t)THREAD_NUM() * per;
+        prob p;
+#pragma omp for schedule(dynamic)
+        for (int64_t bh = 0; bh < a->g.BH; bh++) {
+            prob_load(a, in, bh, 1, mine, &p);
+            int64_t Dp = p.Dp;
+            const float *g = (const float *)in[0] + bh * TD, *o = (const float *)in[4] + bh * TD;
+            for (int64_t i0 = 0; i0 < T; i0 += BQ)
+                AT_FN(tile_fwd)(a, &p, bh, i0, T - i0 < BQ ? T - i0 : BQ, NULL, p.lse + i0);
+            for (int64_t i = 0; i < T; i++) {
+                float d = 0;
+                OMP_SIMD_SUM(d) for (int64_t c = 0; c < D; c++) d += g[i * D + c] * o[i * D + c];
+                p.di[i] = d;
+            }
+            memset(p.dq, 0, (size_t)(T * Dp) * sizeof *p.dq);
+            float s[BQ * BK], dp[BQ * BK];
+            for (int64_t j0 = 0; j0 < T; j0 += BK) {
+                int64_t nj = T - j0 < BK ? T - j0 : BK, njp = up16(nj);
+                memset(p.dk, 0, (size_t)(2 * BK * Dp) * sizeof *p.dk); /* dk and dv tiles */
+                for (int64_t i0 = a->g.causal ? j0 / BQ * BQ : 0; i0 < T; i0 += BQ) {
+                    int64_t ni = T - i0 < BQ ? T - i0 : BQ;
+                    AT_FN(scores)(&p, i0, ni, j0, nj, s);
+                    AT_FN(mm)(0, ni, njp, D, p.g + i0 * p.ld, p.ld, 1, p.vt + j0, p.Tp, dp, BK);
+                    for (int64_t i = 0; i < ni; i++) {
+                        float *si = s + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
+                        float scale = a->scale;
+                        int64_t lim = att_lim(a, i0 + i, j0, nj);
+                        if (lim < 0) lim = 0;
+                        if (a->g.p > 0) {
+                            for (int64_t j = 0; j < lim; j++) {
+                                float pij = expf(si[j] * scale - lse), mij = att_drop(a, bh, i0 + i, j0 + j);
+                                si[j] = pij * mij;
+                                dpi[j] = scale * pij * (dpi[j] * mij - di);
+                            }
+                        } else {
+                            OMP_SIMD for (int64_t j = 0; j < lim; j++) {
+                                float pij = expf(si[j] * scale - lse);
+                                si[j] = pij;
+                                dpi[j] = scale * pij * (dpi[j] - di);
+                            }
+                        }
+                        for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
+                    }
+                    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p.g + i0 * p.ld, p.ld, p.dv, Dp);
+                    AT_FN(mm)(1, nj, Dp, ni, dp, 1, BK, p.q + i0 * p.ld, p.ld, p.dk, Dp);
+                    AT_FN(mm)(1, ni, Dp, nj, dp, BK, 1, p.k + j0 * p.ld, p.ld, p.dq + i0 * Dp, Dp);
+                }
+                float *dk = out + total + bh * TD, *dv = out + 2 * total + bh * TD;
+                for (int64_t j = 0; j < nj; j++) {
+                    memcpy(dk + (j0 + j) * D, p.dk + j * Dp, (size_t)D * sizeof *dk);
+                    memcpy(dv + (j0 + j) * D, p.dv + j * Dp, (size_t)D * sizeof *dv);
+                }
+            }
+            for (int64_t i = 0; i < T; i++) memcpy(out + bh * TD + i * D, p.dq + i * Dp, (size_t)D * sizeof *out);
+        }
+    }
+    core_free(buf);
+    return 0;
 }
 
 #undef AT_FN

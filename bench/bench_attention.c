@@ -1,0 +1,50 @@
+/* The attention kernels alone (issue 30): ATTENTION and ATTENTION_BWD,
+ * causal, head dim 64, at the GPT's shapes (batch x 6 heads): median ms of
+ * each over REPS runs and GFLOP/s counting the causal half (forward 2 T^2 D
+ * flops per problem: q k^T and p v; backward 5 T^2 D: s, dp, dv, dk, dq;
+ * the backward's log-sum-exp sweep, T^2 D more, is not counted).
+ * Usage: bench_attention [reps]   Threads: LT_NUM_THREADS / OMP_NUM_THREADS. */
+#include "lazytensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api/nn.h"
+#include "bench_time.h"
+
+static double run(lt_tensor *(*make)(lt_tensor **), lt_tensor **in, int reps) {
+    double *t = malloc(sizeof *t * (size_t)reps), m;
+    for (int r = -1; r < reps; r++) { /* one warm-up run: the compile */
+        double t0 = bench_now_ns();
+        lt_tensor *o = make(in);
+        lt_mark_step();
+        if (r >= 0) t[r] = (bench_now_ns() - t0) * 1e-6;
+        lt_free(o);
+    }
+    m = bench_median(t, reps);
+    free(t);
+    return m;
+}
+
+static lt_tensor *fwd(lt_tensor **in) { return lt_scaled_dot_product_attention(in[0], in[1], in[2], true, 0, 0); }
+static lt_tensor *bwd(lt_tensor **in) { return nn_attention_backward(in[3], in[0], in[1], in[2], in[4], true, 0, 0, 0); }
+
+int main(int argc, char **argv) {
+    int reps = argc > 1 ? atoi(argv[1]) : 10;
+    static const int64_t shapes[][2] = {{16, 256}, {4, 1024}, {2, 2048}}; /* batch, T */
+    printf("%-24s %10s %10s %10s %10s\n", "B x H x T x D (causal)", "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int64_t B = shapes[i][0], T = shapes[i][1], s[4] = {B, 6, T, 64};
+        lt_manual_seed(0);
+        lt_tensor *in[5] = {lt_randn(LT_F32, 4, s), lt_randn(LT_F32, 4, s), lt_randn(LT_F32, 4, s),
+                            lt_randn(LT_F32, 4, s), NULL};
+        in[4] = fwd(in);
+        lt_mark_step();
+        double flop = (double)B * 6 * (double)T * (double)T * 64, f = run(fwd, in, reps), b = run(bwd, in, reps);
+        printf("%3lld x 6 x %4lld x 64        %10.2f %10.1f %10.2f %10.1f\n", (long long)B, (long long)T, f,
+               2 * flop / f * 1e-6, b, 5 * flop / b * 1e-6);
+        for (int k = 0; k < 5; k++) lt_free(in[k]);
+    }
+    if (lt_error()) return fprintf(stderr, "bench_attention: %s\n", lt_error_message()), 1;
+    return 0;
+}
