@@ -203,6 +203,9 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
 /* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
  * buffer; -1 for head dims it does not take (the reference runs). */
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64
+ * targets; -1 for other dtypes (the reference runs). */
+int cpu_cross_entropy_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 /* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
  * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
 int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);

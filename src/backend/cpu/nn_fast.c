@@ -260,6 +260,8 @@ int cpu_pool_ok(const exec_graph *g, const gnode *y) {
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked) {
     if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
+    if (y->op == LT_OP_CROSS_ENTROPY || y->op == LT_OP_CROSS_ENTROPY_BWD) /* int64 targets: checks its own dtypes */
+        return cpu_cross_entropy_run(g, y, in, sc, out);
     if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y)) { /* else float32 or bfloat16 activations */
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
