@@ -3,7 +3,8 @@
  * each over REPS runs and GFLOP/s counting the causal half (forward 2 T^2 D
  * flops per problem: q k^T and p v; backward 5 T^2 D: s, dp, dv, dk, dq;
  * the backward's log-sum-exp sweep, T^2 D more, is not counted).
- * Usage: bench_attention [reps]   Threads: LT_NUM_THREADS / OMP_NUM_THREADS. */
+ * Usage: bench_attention [reps [batch T]]   (default: the three shapes)
+ * Threads: LT_NUM_THREADS / OMP_NUM_THREADS. */
 #include "lazytensor.h"
 
 #include <stdio.h>
@@ -31,9 +32,11 @@ static lt_tensor *bwd(lt_tensor **in) { return nn_attention_backward(in[3], in[0
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 10;
-    static const int64_t shapes[][2] = {{16, 256}, {4, 1024}, {2, 2048}}; /* batch, T */
+    int64_t shapes[][2] = {{16, 256}, {4, 1024}, {2, 2048}}; /* batch, T */
+    size_t ns = sizeof shapes / sizeof *shapes;
+    if (argc > 3) shapes[0][0] = atoll(argv[2]), shapes[0][1] = atoll(argv[3]), ns = 1;
     printf("%-24s %10s %10s %10s %10s\n", "B x H x T x D (causal)", "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s");
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    for (size_t i = 0; i < ns; i++) {
         int64_t B = shapes[i][0], T = shapes[i][1], s[4] = {B, 6, T, 64};
         lt_manual_seed(0);
         lt_tensor *in[5] = {lt_randn(LT_F32, 4, s), lt_randn(LT_F32, 4, s), lt_randn(LT_F32, 4, s),

@@ -18,6 +18,7 @@
 
 #define BQ 64
 #define BK 64
+#define MR 6 /* rows of C in registers: 6 x 4 accumulators, 4 rows of B, a broadcast */
 #define DMAX 128 /* head dims above this run the reference kernel (tiles live on the stack) */
 
 typedef struct att {

@@ -16,9 +16,9 @@
 static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const int nv, int add, int64_t k,
                                                             const float *A, int64_t ars, int64_t acs, const float *B,
                                                             int64_t ldb, float *C, int64_t ldc) {
-    v16 c[4][4];
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
+    v16 c[MR][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             if (r < mr && v < nv) c[r][v] = add ? V16(C + r * ldc + 16 * v) : (v16){0};
@@ -28,8 +28,8 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             if (v < nv) b[v] = V16(bp + 16 * v);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
             if (r >= mr) continue;
             float a = A[r * ars + p * acs];
 #pragma GCC unroll 4
@@ -37,8 +37,8 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
                 if (v < nv) c[r][v] += a * b[v];
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             if (r < mr && v < nv) V16(C + r * ldc + 16 * v) = c[r][v];
@@ -47,6 +47,8 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
 #define AT_MK(MR, NV) AT_FN(mk)(MR, NV, add, k, a, ars, acs, b, ldb, c, ldc)
 #define AT_MK_ROWS(NV)                                                                                                 \
     switch (mr) {                                                                                                      \
+    case 6: AT_MK(6, NV); break;                                                                                       \
+    case 5: AT_MK(5, NV); break;                                                                                       \
     case 4: AT_MK(4, NV); break;                                                                                       \
     case 3: AT_MK(3, NV); break;                                                                                       \
     case 2: AT_MK(2, NV); break;                                                                                       \
@@ -58,8 +60,8 @@ static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const float *A, 
                       const float *B, int64_t ldb, float *C, int64_t ldc) {
     for (int64_t j = 0; j < n; j += 64) {
         int nv = n - j >= 64 ? 4 : (int)(n - j) / 16;
-        for (int64_t i = 0; i < m; i += 4) {
-            int mr = m - i >= 4 ? 4 : (int)(m - i);
+        for (int64_t i = 0; i < m; i += MR) {
+            int mr = m - i >= MR ? MR : (int)(m - i);
             const float *a = A + i * ars, *b = B + j;
             float *c = C + i * ldc + j;
             switch (nv) {
