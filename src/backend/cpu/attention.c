@@ -24,6 +24,7 @@
 typedef struct att {
     nn_att g;
     float scale;
+    int bwd; /* ATTENTION_BWD */
 } att;
 
 static float att_drop(const att *a, int64_t bh, int64_t i, int64_t j) { return (float)nn_att_drop(&a->g, bh, i, j); }
@@ -60,60 +61,47 @@ static float *take(float **next, int64_t n) {
     return p;
 }
 
-/* kt (D rows of Tp) = x^T, zero past T. */
-static void transpose(const float *x, int64_t T, int64_t D, int64_t ld, int64_t Tp, float *kt) {
-    for (int64_t c = 0; c < D; c++) {
-        float *r = kt + c * Tp;
-        for (int64_t j = 0; j < T; j++) r[j] = x[j * ld + c];
-        for (int64_t j = T; j < Tp; j++) r[j] = 0;
-    }
-}
-
-/* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
- * into p, copies and buffers in mem (prob_floats(a, bwd) floats). */
-static void prob_load(const att *a, void *const *in, int64_t bh, int bwd, float *mem, prob *p) {
-    int64_t T = a->g.T, D = a->g.D, TD = T * D;
-    const float *src[4] = {(const float *)in[bwd] + bh * TD, (const float *)in[bwd + 1] + bh * TD,
-                           (const float *)in[bwd + 2] + bh * TD, bwd ? (const float *)in[0] + bh * TD : NULL};
-    float *next = mem;
-    p->D = D, p->Dp = up16(D), p->Tp = up16(T), p->ld = D;
-    if (D != p->Dp) {
-        p->ld = p->Dp;
-        for (int o = 0; o < 3 + bwd; o++) {
-            float *c = take(&next, T * p->Dp);
-            for (int64_t i = 0; i < T; i++) {
-                memcpy(c + i * p->Dp, src[o] + i * D, (size_t)D * sizeof *c);
-                memset(c + i * p->Dp + D, 0, (size_t)(p->Dp - D) * sizeof *c);
-            }
-            src[o] = c;
-        }
-    }
-    p->q = src[0], p->k = src[1], p->v = src[2], p->g = src[3];
-    transpose(p->k, T, D, p->ld, p->Tp, p->kt = take(&next, p->Dp * p->Tp));
-    if (!bwd) return;
-    transpose(p->v, T, D, p->ld, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
-    p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * p->Dp);
-    p->dk = take(&next, 2 * BK * p->Dp), p->dv = p->dk + BK * p->Dp;
-}
-
 #define ISA_EACH "attention_body.h"
 #include "isa_copies.h"
 
-static int attention(const att *a, void *const *in, float *out, int bwd) {
+static void attention(const att *a, void *const *in, float *out, int bwd, float *buf) {
 #ifdef HAVE_ISA
     switch (core_isa()) {
-    case 2: return (bwd ? backward_avx512 : forward_avx512)(a, in, out);
-    case 1: return (bwd ? backward_avx2 : forward_avx2)(a, in, out);
+    case 2: (bwd ? backward_avx512 : forward_avx512)(a, in, out, buf); return;
+    case 1: (bwd ? backward_avx2 : forward_avx2)(a, in, out, buf); return;
     default: break;
     }
 #endif
-    return (bwd ? backward_base : forward_base)(a, in, out);
+    (bwd ? backward_base : forward_base)(a, in, out, buf);
 }
 
-int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out) {
+static att att_of(const exec_graph *g, const gnode *y, const double *sc) {
     const gnode *q = &g->nodes[y->in[y->op == LT_OP_ATTENTION ? 0 : 1]];
-    att a = {nn_att_of(y, q->ndim, q->shape, q->numel, sc), 0};
+    att a = {nn_att_of(y, q->ndim, q->shape, q->numel, sc), 0, y->op == LT_OP_ATTENTION_BWD};
     a.scale = (float)a.g.scale;
+    return a;
+}
+
+/* Every thread's operand copies and buffers (the shape is all it needs). */
+static size_t scratch_bytes(const att *a) {
+    return (size_t)NUM_THREADS() * prob_floats(a, a->bwd) * sizeof(float);
+}
+
+size_t cpu_attention_scratch(const exec_graph *g, const gnode *y) {
+    double sc[2] = {0, 0};
+    att a = att_of(g, y, sc);
+    return a.g.D > DMAX ? 0 : scratch_bytes(&a);
+}
+
+int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
+                      cpu_scratch scratch) {
+    att a = att_of(g, y, sc);
     if (a.g.D > DMAX) return -1;
-    return attention(&a, in, out, y->op == LT_OP_ATTENTION_BWD);
+    size_t need = scratch_bytes(&a);
+    /* More threads than at compile time: memory of its own. */
+    float *buf = need <= scratch.n ? (float *)(void *)scratch.p : core_aligned_alloc(need);
+    if (!buf) return -1;
+    attention(&a, in, out, a.bwd, buf);
+    if (buf != (float *)(void *)scratch.p) core_free(buf);
+    return 0;
 }

@@ -76,6 +76,65 @@ static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const float *A, 
 #undef AT_MK_ROWS
 #undef AT_MK
 
+/* kt (Dp rows of Tp) = x^T (x: T rows of ld >= Dp floats), zero past T:
+ * 16 x 16 blocks transposed in registers, four rounds of two-source
+ * shuffles (round b pairs rows i and i + b and swaps their off-diagonal
+ * b x b blocks). */
+static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, int64_t Tp, float *kt) {
+    static const vi16 lo[4] = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                               {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                               {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                               {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+    static const vi16 hi[4] = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+                               {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+                               {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+                               {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+    for (int64_t j0 = 0; j0 < Tp; j0 += 16)
+        for (int64_t c0 = 0; c0 < Dp; c0 += 16) {
+            v16 r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) r[i] = j0 + i < T ? V16(x + (j0 + i) * ld + c0) : (v16){0};
+#pragma GCC unroll 4
+            for (int s = 0, b = 8; s < 4; s++, b /= 2)
+#pragma GCC unroll 16
+                for (int i = 0; i < 16; i++) {
+                    if (i & b) continue;
+                    v16 u = r[i], w = r[i + b];
+                    r[i] = __builtin_shuffle(u, w, lo[s]);
+                    r[i + b] = __builtin_shuffle(u, w, hi[s]);
+                }
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) V16(kt + (c0 + i) * Tp + j0) = r[i];
+        }
+}
+
+/* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
+ * into p, copies and buffers in mem (prob_floats(a, bwd) floats). */
+static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, int bwd, float *mem, prob *p) {
+    int64_t T = a->g.T, D = a->g.D, TD = T * D;
+    const float *src[4] = {(const float *)in[bwd] + bh * TD, (const float *)in[bwd + 1] + bh * TD,
+                           (const float *)in[bwd + 2] + bh * TD, bwd ? (const float *)in[0] + bh * TD : NULL};
+    float *next = mem;
+    p->D = D, p->Dp = up16(D), p->Tp = up16(T), p->ld = D;
+    if (D != p->Dp) {
+        p->ld = p->Dp;
+        for (int o = 0; o < 3 + bwd; o++) {
+            float *c = take(&next, T * p->Dp);
+            for (int64_t i = 0; i < T; i++) {
+                memcpy(c + i * p->Dp, src[o] + i * D, (size_t)D * sizeof *c);
+                memset(c + i * p->Dp + D, 0, (size_t)(p->Dp - D) * sizeof *c);
+            }
+            src[o] = c;
+        }
+    }
+    p->q = src[0], p->k = src[1], p->v = src[2], p->g = src[3];
+    AT_FN(transpose)(p->k, T, p->Dp, p->ld, p->Tp, p->kt = take(&next, p->Dp * p->Tp));
+    if (!bwd) return;
+    AT_FN(transpose)(p->v, T, p->Dp, p->ld, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
+    p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * p->Dp);
+    p->dk = take(&next, 2 * BK * p->Dp), p->dv = p->dk + BK * p->Dp;
+}
+
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
  * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
 static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
@@ -148,11 +207,10 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
     }
 }
 
-static int AT_FN(forward)(const att *a, void *const *in, float *out) {
+/* buf: prob_floats(a, 0) floats per thread. */
+static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf) {
     int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
     size_t per = prob_floats(a, 0);
-    float *buf = core_aligned_alloc((size_t)NUM_THREADS() * per * sizeof *buf);
-    if (!buf) return -1;
     /* A problem's tiles to one thread when there are problems enough: its
      * operands are prepared once. */
     int64_t chunk = a->g.BH >= 2 * NUM_THREADS() ? nt : 1;
@@ -164,12 +222,10 @@ static int AT_FN(forward)(const att *a, void *const *in, float *out) {
 #pragma omp for schedule(dynamic, chunk)
         for (int64_t t = 0; t < a->g.BH * nt; t++) {
             int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
-            if (bh != have) prob_load(a, in, bh, 0, mine, &p), have = bh;
+            if (bh != have) AT_FN(prob_load)(a, in, bh, 0, mine, &p), have = bh;
             AT_FN(tile_fwd)(a, &p, bh, i0, ni, out + bh * TD, NULL);
         }
     }
-    core_free(buf);
-    return 0;
 }
 
 /* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv], in the manner of
@@ -177,19 +233,18 @@ static int AT_FN(forward)(const att *a, void *const *in, float *out) {
  * row's log-sum-exp, then key tiles outer (their dk, dv tiles complete in
  * place) and query tiles inner (dq accumulates over the key tiles). Per
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
- * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. */
-static int AT_FN(backward)(const att *a, void *const *in, float *out) {
+ * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
+ * prob_floats(a, 1) floats per thread. */
+static void AT_FN(backward)(const att *a, void *const *in, float *out, float *buf) {
     int64_t TD = a->g.T * a->g.D, total = a->g.BH * TD, T = a->g.T, D = a->g.D;
     size_t per = prob_floats(a, 1);
-    float *buf = core_aligned_alloc((size_t)NUM_THREADS() * per * sizeof *buf);
-    if (!buf) return -1;
 #pragma omp parallel
     {
         float *mine = buf + (size_t)THREAD_NUM() * per;
         prob p;
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < a->g.BH; bh++) {
-            prob_load(a, in, bh, 1, mine, &p);
+            AT_FN(prob_load)(a, in, bh, 1, mine, &p);
             int64_t Dp = p.Dp;
             const float *g = (const float *)in[0] + bh * TD, *o = (const float *)in[4] + bh * TD;
             for (int64_t i0 = 0; i0 < T; i0 += BQ)
@@ -241,8 +296,6 @@ static int AT_FN(backward)(const att *a, void *const *in, float *out) {
             for (int64_t i = 0; i < T; i++) memcpy(out + bh * TD + i * D, p.dq + i * Dp, (size_t)D * sizeof *out);
         }
     }
-    core_free(buf);
-    return 0;
 }
 
 #undef AT_FN

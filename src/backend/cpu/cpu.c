@@ -153,6 +153,7 @@ static int lib_make(cpu_exe *e, const uint8_t *blk, cpu_dnnl ***out, size_t *sb)
             if (any) return 1;
         }
         if (cpu_dnnl_scratch(lib[j]) > *sb) *sb = cpu_dnnl_scratch(lib[j]);
+        if (cpu_nn_scratch(e->g, y) > *sb) *sb = cpu_nn_scratch(e->g, y);
     }
     return 0;
 }
@@ -430,7 +431,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
-        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked) == 0) break;
+        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0) break;
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
     }

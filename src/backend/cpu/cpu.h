@@ -196,13 +196,23 @@ void cpu_dnnl_free(cpu_dnnl *d);
 /* ---- fast C kernels for NN ops oneDNN does not cover as our nodes split
  * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
-int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked);
+typedef struct cpu_scratch {
+    char *p; /* 64-byte aligned */
+    size_t n;
+} cpu_scratch;
+int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked,
+               cpu_scratch scratch);
+/* The scratch bytes cpu_nn_run wants for y with this many threads (the
+ * executable's library scratch holds the largest). */
+size_t cpu_nn_scratch(const exec_graph *g, const gnode *y);
 /* The transformer ops (transformer.c), float32: layer norm and its backward
  * ops, GRAD_NORM. */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 /* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
  * buffer; -1 for head dims it does not take (the reference runs). */
-int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
+                      cpu_scratch scratch);
+size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
 /* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64
  * targets; -1 for other dtypes (the reference runs). */
 int cpu_cross_entropy_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
