@@ -361,7 +361,7 @@ sec_gpt() {
     echo
     need bench_gpt || return
     have_torch || { skip "PyTorch is missing under $PY"; return; }
-    if [ "$QUICK" = 1 ]; then set -- 1 2 64; big="1 1 256"; else set -- 3 16 256; big="1 4 1024"; fi
+    if [ "$QUICK" = 1 ]; then set -- 1 2 64; big="1 1 256"; huge="1 1 512"; else set -- 3 16 256; big="1 4 1024"; huge="1 2 2048"; fi
     reps=$1 batch=$2 block=$3
     : > "$tmp/gt"; : > "$tmp/go"; : > "$tmp/gr"; : > "$tmp/gtr"
     for r in $(rounds); do
@@ -375,11 +375,15 @@ sec_gpt() {
     done
     NT=$NT $PY "$here/bench/pytorch_gpt.py" step $big > "$tmp/pb" 2>&1 || { cat "$tmp/pb"; failed pytorch_gpt.py; return; }
     lt_env "$B/bench_gpt" step $big > "$tmp/lb" 2>&1 || { cat "$tmp/lb"; failed bench_gpt; return; }
+    NT=$NT $PY "$here/bench/pytorch_gpt.py" step $huge > "$tmp/ph" 2>&1 || { cat "$tmp/ph"; failed pytorch_gpt.py; return; }
+    lt_env "$B/bench_gpt" step $huge > "$tmp/lh" 2>&1 || { cat "$tmp/lh"; failed bench_gpt; return; }
     lt_env "$B/bench_gpt" attn > "$tmp/la" 2>&1 || { cat "$tmp/la"; failed "bench_gpt attn"; return; }
     : > "$tmp/pa"
     for T in 256 512 1024; do $PY "$here/bench/pytorch_gpt.py" attn $T >> "$tmp/pa" 2>&1 || { cat "$tmp/pa"; failed "pytorch_gpt.py attn"; return; }; done
     set -- $big
     bt=$(sed -n 's/.*: step \([0-9.]*\) ms.*/\1/p' "$tmp/pb") bo=$(sed -n 's/.*: step \([0-9.]*\) ms.*/\1/p' "$tmp/lb")
+    ht=$(sed -n 's/.*: step \([0-9.]*\) ms.*/\1/p' "$tmp/ph") ho=$(sed -n 's/.*: step \([0-9.]*\) ms.*/\1/p' "$tmp/lh")
+    hmt=$(sed -n 's/.*peak RSS growth \([0-9.]*\) MiB.*/\1/p' "$tmp/ph") hmo=$(sed -n 's/.*peak RSS growth \([0-9.]*\) MiB.*/\1/p' "$tmp/lh")
     mt=$(sed -n 's/.*peak RSS growth \([0-9.]*\) MiB.*/\1/p' "$tmp/pb") mo=$(sed -n 's/.*peak RSS growth \([0-9.]*\) MiB.*/\1/p' "$tmp/lb")
     at=$(sed -n 's/.*peak RSS growth \([0-9.]*\) MiB.*/\1/p' "$tmp/pa" | paste -sd/ | sed 's,/, / ,g')
     ao=$(sed -n 's/.*: peak \([0-9.]*\) MiB.*/\1/p' "$tmp/la" | paste -sd/ | sed 's,/, / ,g')
@@ -389,6 +393,9 @@ sec_gpt() {
     echo "| trace of that step | | $(stats %.2f < "$tmp/gtr") ms | |"
     echo "| step, batch $2, block $3 | $bt ms | $bo ms | $(div "$bt" "$bo" %.1f)x faster |"
     echo "| peak RSS growth of those steps | $mt MiB | $mo MiB | $(div "$mo" "$mt")x the memory |"
+    set -- $huge
+    echo "| step, batch $2, block $3 | $ht ms | $ho ms | $(div "$ht" "$ho" %.1f)x faster |"
+    echo "| peak RSS growth of those steps | $hmt MiB | $hmo MiB | $(div "$hmo" "$hmt")x the memory |"
     echo "| attention forward, batch 4, 6 heads, dim 64, T 256 / 512 / 1024: peak memory | $at MiB (RSS growth) | $ao MiB (\`PeakBytes\`) | $(div "${ao##* }" "${at##* }")x at T 1024 |"
 }
 
