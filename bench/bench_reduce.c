@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
         {"mean (H,W) of (32,2048,7,7): global pool", MEAN, 4, {32, 2048, 7, 7}, 2, {2, 3}},
         {"sum all of (11M)", SUM, 1, {11000000}, 0, {0}},
         {"sum dim 0 of (4096,1000): linear bias grad", SUM, 2, {4096, 1000}, 1, {0}},
+        {"sum dim 0 of (4096,1536): GPT MLP bias grad", SUM, 2, {4096, 1536}, 1, {0}},
         {"max dim 1 of (4096,1000)", MAX, 2, {4096, 1000}, 1, {1}},
         {"argmax dim 1 of (4096,1000)", ARGMAX, 2, {4096, 1000}, 1, {1}},
         {"softmax dim 1 of (4096,1000)", SOFTMAX, 2, {4096, 1000}, 1, {1}},

@@ -27,10 +27,26 @@ static double FN(max)(const void *x_, int64_t n, double sd) {
     return nan ? (double)NAN : (double)m;
 }
 
-/* acc[i] += x[i], i < n: a leading-axis sum, vectorized along the row. */
-static void FN(csum)(double *restrict acc, const void *x_, int64_t n) {
+/* acc[i] += x[r * ld + i] for r < rows, i < n: a leading-axis sum,
+ * vectorized along the rows. Eight rows at a time are added in registers
+ * before acc (in L1) is read and written: a bias gradient's column sums
+ * were bound by acc's loads and stores. In double throughout, so the sum
+ * is the reference's up to the order of double additions. */
+static void FN(csum)(double *restrict acc, const void *x_, int64_t n, int64_t rows, int64_t ld) {
     const T *restrict x = x_;
-    OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+        const T *x0 = x + r * ld;
+        OMP_SIMD for (int64_t i = 0; i < n; i++) {
+            double p = ((double)x0[i] + (double)x0[ld + i]) + ((double)x0[2 * ld + i] + (double)x0[3 * ld + i]);
+            double q = ((double)x0[4 * ld + i] + (double)x0[5 * ld + i]) + ((double)x0[6 * ld + i] + (double)x0[7 * ld + i]);
+            acc[i] += p + q;
+        }
+    }
+    for (; r < rows; r++) {
+        const T *xr = x + r * ld;
+        OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)xr[i];
+    }
 }
 
 /* acc[i] = best of (acc[i], s * x[i]): the first NaN wins and stays, as in

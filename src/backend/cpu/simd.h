@@ -65,7 +65,7 @@ typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2), may_alias));
 typedef struct rkern {
     double (*sum)(const void *x, int64_t n);
     double (*max)(const void *x, int64_t n, double s); /* of s * x, s = +-1 */
-    void (*csum)(double *acc, const void *x, int64_t n);
+    void (*csum)(double *acc, const void *x, int64_t n, int64_t rows, int64_t ld);
     void (*cmax)(double *acc, const void *x, int64_t n, double s);
     int64_t (*argrow)(const void *x, int64_t n, double s);
     void (*argcol)(double *best, int64_t *idx, const void *x, int64_t n, double s, int64_t k);
