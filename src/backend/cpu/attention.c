@@ -48,10 +48,10 @@ typedef struct prob {
 static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
 /* The floats prob_load takes from a thread's memory. */
-static size_t prob_floats(const att *a, int bwd) {
+static size_t prob_floats(const att *a) {
     int64_t T = a->g.T, Dp = up16(a->g.D), Tp = up16(T), rows = up16(T * Dp);
-    int64_t n = (a->g.D == Dp ? 0 : (3 + bwd) * rows) + Dp * Tp;
-    if (bwd) n += Dp * Tp + 2 * up16(T) + rows + 2 * BK * Dp;
+    int64_t n = (a->g.D == Dp ? 0 : (3 + a->bwd) * rows) + Dp * Tp;
+    if (a->bwd) n += Dp * Tp + 2 * up16(T) + rows + 2 * BK * Dp;
     return (size_t)n;
 }
 
@@ -64,15 +64,15 @@ static float *take(float **next, int64_t n) {
 #define ISA_EACH "attention_body.h"
 #include "isa_copies.h"
 
-static void attention(const att *a, void *const *in, float *out, int bwd, float *buf) {
+static void attention(const att *a, void *const *in, float *out, float *buf) {
 #ifdef HAVE_ISA
     switch (core_isa()) {
-    case 2: (bwd ? backward_avx512 : forward_avx512)(a, in, out, buf); return;
-    case 1: (bwd ? backward_avx2 : forward_avx2)(a, in, out, buf); return;
+    case 2: (a->bwd ? backward_avx512 : forward_avx512)(a, in, out, buf); return;
+    case 1: (a->bwd ? backward_avx2 : forward_avx2)(a, in, out, buf); return;
     default: break;
     }
 #endif
-    (bwd ? backward_base : forward_base)(a, in, out, buf);
+    (a->bwd ? backward_base : forward_base)(a, in, out, buf);
 }
 
 static att att_of(const exec_graph *g, const gnode *y, const double *sc) {
@@ -84,13 +84,13 @@ static att att_of(const exec_graph *g, const gnode *y, const double *sc) {
 
 /* Every thread's operand copies and buffers (the shape is all it needs). */
 static size_t scratch_bytes(const att *a) {
-    return (size_t)NUM_THREADS() * prob_floats(a, a->bwd) * sizeof(float);
+    return (size_t)NUM_THREADS() * prob_floats(a) * sizeof(float);
 }
 
 size_t cpu_attention_scratch(const exec_graph *g, const gnode *y) {
     double sc[2] = {0, 0};
     att a = att_of(g, y, sc);
-    return a.g.D > DMAX ? 0 : scratch_bytes(&a);
+    return y->dtype != LT_F32 || a.g.D > DMAX ? 0 : scratch_bytes(&a);
 }
 
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
@@ -101,7 +101,7 @@ int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, cons
     /* More threads than at compile time: memory of its own. */
     float *buf = need <= scratch.n ? (float *)(void *)scratch.p : core_aligned_alloc(need);
     if (!buf) return -1;
-    attention(&a, in, out, a.bwd, buf);
+    attention(&a, in, out, buf);
     if (buf != (float *)(void *)scratch.p) core_free(buf);
     return 0;
 }

@@ -109,9 +109,10 @@ static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, 
 }
 
 /* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
- * into p, copies and buffers in mem (prob_floats(a, bwd) floats). */
-static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, int bwd, float *mem, prob *p) {
+ * into p, copies and buffers in mem (prob_floats(a) floats). */
+static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *mem, prob *p) {
     int64_t T = a->g.T, D = a->g.D, TD = T * D;
+    int bwd = a->bwd;
     const float *src[4] = {(const float *)in[bwd] + bh * TD, (const float *)in[bwd + 1] + bh * TD,
                            (const float *)in[bwd + 2] + bh * TD, bwd ? (const float *)in[0] + bh * TD : NULL};
     float *next = mem;
@@ -207,10 +208,10 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
     }
 }
 
-/* buf: prob_floats(a, 0) floats per thread. */
+/* buf: prob_floats(a) floats per thread. */
 static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf) {
     int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
-    size_t per = prob_floats(a, 0);
+    size_t per = prob_floats(a);
     /* A problem's tiles to one thread when there are problems enough: its
      * operands are prepared once. */
     int64_t chunk = a->g.BH >= 2 * NUM_THREADS() ? nt : 1;
@@ -222,7 +223,7 @@ static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf
 #pragma omp for schedule(dynamic, chunk)
         for (int64_t t = 0; t < a->g.BH * nt; t++) {
             int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
-            if (bh != have) AT_FN(prob_load)(a, in, bh, 0, mine, &p), have = bh;
+            if (bh != have) AT_FN(prob_load)(a, in, bh, mine, &p), have = bh;
             AT_FN(tile_fwd)(a, &p, bh, i0, ni, out + bh * TD, NULL);
         }
     }
@@ -234,17 +235,17 @@ static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf
  * place) and query tiles inner (dq accumulates over the key tiles). Per
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
  * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
- * prob_floats(a, 1) floats per thread. */
+ * prob_floats(a) floats per thread. */
 static void AT_FN(backward)(const att *a, void *const *in, float *out, float *buf) {
     int64_t TD = a->g.T * a->g.D, total = a->g.BH * TD, T = a->g.T, D = a->g.D;
-    size_t per = prob_floats(a, 1);
+    size_t per = prob_floats(a);
 #pragma omp parallel
     {
         float *mine = buf + (size_t)THREAD_NUM() * per;
         prob p;
 #pragma omp for schedule(dynamic)
         for (int64_t bh = 0; bh < a->g.BH; bh++) {
-            AT_FN(prob_load)(a, in, bh, 1, mine, &p);
+            AT_FN(prob_load)(a, in, bh, mine, &p);
             int64_t Dp = p.Dp;
             const float *g = (const float *)in[0] + bh * TD, *o = (const float *)in[4] + bh * TD;
             for (int64_t i0 = 0; i0 < T; i0 += BQ)
