@@ -1341,10 +1341,11 @@ TEST(nn_losses_indexing_dropout) {
 /* ---- transformer ops (issue 16) ----------------------------------------------
  * Layer norm over 1 or 2 trailing dims, with and without weight and bias;
  * attention over (..., T, D) with T across the cpu kernel's tile sizes
- * (32 query rows, 64 keys), head dims that are not a multiple of the
+ * (64 query rows, 64 keys), head dims that are not a multiple of the
  * vector width, causal or not, with dropout; the backward ops; the total
  * norm of several tensors. Operands are sometimes computed in the graph
- * (temps) or read through views. */
+ * (temps) or read through views (a GPT's heads of one qkv projection: the
+ * cpu kernel reads those in place). */
 
 typedef struct tctx {
     int op, nnorm, causal, temps;
@@ -1420,15 +1421,33 @@ static void attention_case(int trial) {
     c.p = trial % 3 == 1 ? 0.3 : 0;
     c.seed = (double)(rnd() >> 11);
     c.temps = rint_(3) == 0;
-    c.x = rand_tensor(dt, nd, sp, 0);
-    c.k = rand_tensor(dt, nd, sp, 0);
-    c.v = rand_tensor(dt, nd, sp, 0);
+    if (nd == 4 && rint_(2)) { /* a GPT's heads: q, k, v windows of one (B, T, 3, H, D) projection */
+        int64_t ps[5] = {sp[0], sp[2], 3, sp[1], sp[3]};
+        lt_tensor *qkv = rand_tensor(dt, 5, ps, 0), **dst[3] = {&c.x, &c.k, &c.v};
+        for (int i = 0; i < 3; i++) {
+            lt_tensor *sel = lt_select(qkv, 2, i);
+            *dst[i] = lt_transpose(sel, 1, 2);
+            lt_free(sel);
+        }
+        lt_free(qkv); /* the views keep its storage */
+    } else {
+        c.x = rand_tensor(dt, nd, sp, 0);
+        c.k = rand_tensor(dt, nd, sp, 0);
+        c.v = rand_tensor(dt, nd, sp, 0);
+    }
     if (rint_(3) == 0) { /* a value read through a view */
         lt_tensor *nv = noncontig(c.v);
         lt_free(c.v);
         c.v = nv;
     }
     c.g = rand_tensor(dt, nd, sp, 0);
+    if (nd == 4 && rint_(2)) { /* the output gradient as the heads of a (B, T, H, D) tensor */
+        int64_t gs[4] = {sp[0], sp[2], sp[1], sp[3]};
+        lt_tensor *gt = rand_tensor(dt, 4, gs, 0);
+        lt_free(c.g);
+        c.g = lt_transpose(gt, 1, 2);
+        lt_free(gt);
+    }
     c.o = lt_scaled_dot_product_attention(c.x, c.k, c.v, c.causal, 0, 0);
     char extra[64];
     snprintf(extra, sizeof extra, "(T %lld D %lld causal %d p %g)", (long long)sp[nd - 2], (long long)sp[nd - 1],

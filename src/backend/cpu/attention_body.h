@@ -111,27 +111,27 @@ static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, 
 /* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
  * into p, copies and buffers in mem (prob_floats(a) floats). */
 static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *mem, prob *p) {
-    int64_t T = a->g.T, D = a->g.D, TD = T * D;
+    int64_t T = a->g.T, D = a->g.D, ld[4] = {0};
     int bwd = a->bwd;
-    const float *src[4] = {(const float *)in[bwd] + bh * TD, (const float *)in[bwd + 1] + bh * TD,
-                           (const float *)in[bwd + 2] + bh * TD, bwd ? (const float *)in[0] + bh * TD : NULL};
+    const float *src[4] = {operand(a, in, bwd, bh, &ld[0]), operand(a, in, bwd + 1, bh, &ld[1]),
+                           operand(a, in, bwd + 2, bh, &ld[2]), bwd ? operand(a, in, 0, bh, &ld[3]) : NULL};
     float *next = mem;
-    p->D = D, p->Dp = up16(D), p->Tp = up16(T), p->ld = D;
+    p->D = D, p->Dp = up16(D), p->Tp = up16(T);
     if (D != p->Dp) {
-        p->ld = p->Dp;
         for (int o = 0; o < 3 + bwd; o++) {
             float *c = take(&next, T * p->Dp);
             for (int64_t i = 0; i < T; i++) {
-                memcpy(c + i * p->Dp, src[o] + i * D, (size_t)D * sizeof *c);
+                memcpy(c + i * p->Dp, src[o] + i * ld[o], (size_t)D * sizeof *c);
                 memset(c + i * p->Dp + D, 0, (size_t)(p->Dp - D) * sizeof *c);
             }
-            src[o] = c;
+            src[o] = c, ld[o] = p->Dp;
         }
     }
     p->q = src[0], p->k = src[1], p->v = src[2], p->g = src[3];
-    AT_FN(transpose)(p->k, T, p->Dp, p->ld, p->Tp, p->kt = take(&next, p->Dp * p->Tp));
+    p->ldq = ld[0], p->ldk = ld[1], p->ldv = ld[2], p->ldg = ld[3];
+    AT_FN(transpose)(p->k, T, p->Dp, p->ldk, p->Tp, p->kt = take(&next, p->Dp * p->Tp));
     if (!bwd) return;
-    AT_FN(transpose)(p->v, T, p->Dp, p->ld, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
+    AT_FN(transpose)(p->v, T, p->Dp, p->ldv, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
     p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * p->Dp);
     p->dk = take(&next, 2 * BK * p->Dp), p->dv = p->dk + BK * p->Dp;
 }
@@ -139,7 +139,7 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
  * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
 static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
-    AT_FN(mm)(0, ni, up16(nj), p->D, p->q + i0 * p->ld, p->ld, 1, p->kt + j0, p->Tp, s, BK);
+    AT_FN(mm)(0, ni, up16(nj), p->D, p->q + i0 * p->ldq, p->ldq, 1, p->kt + j0, p->Tp, s, BK);
 }
 
 /* Row si of a score tile (BK floats): scaled, the keys from lim on masked
@@ -196,7 +196,7 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
             if (a->g.p > 0)
                 for (int64_t j = 0; j < lim; j++) si[j] *= att_drop(a, bh, i0 + i, j0 + j);
         }
-        if (!lse) AT_FN(mm)(1, ni, Dp, nj, s, BK, 1, p->v + j0 * p->ld, p->ld, acc, Dp);
+        if (!lse) AT_FN(mm)(1, ni, Dp, nj, s, BK, 1, p->v + j0 * p->ldv, p->ldv, acc, Dp);
     }
     for (int64_t i = 0; i < ni; i++) {
         if (lse) {
@@ -208,14 +208,14 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
     }
 }
 
-/* buf: prob_floats(a) floats per thread. */
-static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf) {
+/* buf: prob_floats(a) floats for each of nthr threads. */
+static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf, int nthr) {
     int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
     size_t per = prob_floats(a);
     /* A problem's tiles to one thread when there are problems enough: its
      * operands are prepared once. */
-    int64_t chunk = a->g.BH >= 2 * NUM_THREADS() ? nt : 1;
-#pragma omp parallel
+    int64_t chunk = a->g.BH >= 2 * nthr ? nt : 1;
+#pragma omp parallel num_threads(nthr)
     {
         float *mine = buf + (size_t)THREAD_NUM() * per;
         int64_t have = -1; /* the problem whose operands mine holds */
@@ -235,11 +235,11 @@ static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf
  * place) and query tiles inner (dq accumulates over the key tiles). Per
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
  * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
- * prob_floats(a) floats per thread. */
-static void AT_FN(backward)(const att *a, void *const *in, float *out, float *buf) {
+ * prob_floats(a) floats for each of nthr threads. */
+static void AT_FN(backward)(const att *a, void *const *in, float *out, float *buf, int nthr) {
     int64_t TD = a->g.T * a->g.D, total = a->g.BH * TD, T = a->g.T, D = a->g.D;
     size_t per = prob_floats(a);
-#pragma omp parallel
+#pragma omp parallel num_threads(nthr)
     {
         float *mine = buf + (size_t)THREAD_NUM() * per;
         prob p;
@@ -247,12 +247,13 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
         for (int64_t bh = 0; bh < a->g.BH; bh++) {
             AT_FN(prob_load)(a, in, bh, mine, &p);
             int64_t Dp = p.Dp;
-            const float *g = (const float *)in[0] + bh * TD, *o = (const float *)in[4] + bh * TD;
+            const float *o = (const float *)in[4] + bh * TD;
             for (int64_t i0 = 0; i0 < T; i0 += BQ)
                 AT_FN(tile_fwd)(a, &p, bh, i0, T - i0 < BQ ? T - i0 : BQ, NULL, p.lse + i0);
             for (int64_t i = 0; i < T; i++) {
+                const float *gi = p.g + i * p.ldg, *oi = o + i * D;
                 float d = 0;
-                OMP_SIMD_SUM(d) for (int64_t c = 0; c < D; c++) d += g[i * D + c] * o[i * D + c];
+                OMP_SIMD_SUM(d) for (int64_t c = 0; c < D; c++) d += gi[c] * oi[c];
                 p.di[i] = d;
             }
             memset(p.dq, 0, (size_t)(T * Dp) * sizeof *p.dq);
@@ -263,7 +264,7 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
                 for (int64_t i0 = a->g.causal ? j0 / BQ * BQ : 0; i0 < T; i0 += BQ) {
                     int64_t ni = T - i0 < BQ ? T - i0 : BQ;
                     AT_FN(scores)(&p, i0, ni, j0, nj, s);
-                    AT_FN(mm)(0, ni, njp, D, p.g + i0 * p.ld, p.ld, 1, p.vt + j0, p.Tp, dp, BK);
+                    AT_FN(mm)(0, ni, njp, D, p.g + i0 * p.ldg, p.ldg, 1, p.vt + j0, p.Tp, dp, BK);
                     for (int64_t i = 0; i < ni; i++) {
                         float *si = s + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
                         float scale = a->scale;
@@ -284,9 +285,9 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
                         }
                         for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
                     }
-                    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p.g + i0 * p.ld, p.ld, p.dv, Dp);
-                    AT_FN(mm)(1, nj, Dp, ni, dp, 1, BK, p.q + i0 * p.ld, p.ld, p.dk, Dp);
-                    AT_FN(mm)(1, ni, Dp, nj, dp, BK, 1, p.k + j0 * p.ld, p.ld, p.dq + i0 * Dp, Dp);
+                    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p.g + i0 * p.ldg, p.ldg, p.dv, Dp);
+                    AT_FN(mm)(1, nj, Dp, ni, dp, 1, BK, p.q + i0 * p.ldq, p.ldq, p.dk, Dp);
+                    AT_FN(mm)(1, ni, Dp, nj, dp, BK, 1, p.k + j0 * p.ldk, p.ldk, p.dq + i0 * Dp, Dp);
                 }
                 float *dk = out + total + bh * TD, *dv = out + 2 * total + bh * TD;
                 for (int64_t j = 0; j < nj; j++) {

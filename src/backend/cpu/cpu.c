@@ -431,7 +431,12 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
-        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0) break;
+        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, kn->views, (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0)
+            break;
+        if (kn->views) { /* the reference cannot read a view's base: only out of memory gets here */
+            err_kernel("%s: out of memory for the kernel's buffers", g_ops[y->op].name);
+            break;
+        }
         run_ref(g, y, rp, scalars, wp[0], args);
         break;
     }

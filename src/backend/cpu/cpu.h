@@ -96,6 +96,7 @@ typedef struct kernel {
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
     uint8_t trans;   /* K_MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
+    uint8_t views;   /* K_REF attention: bit i set, read[i] is the base that operand i (an AS_STRIDED) views */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -201,7 +202,7 @@ typedef struct cpu_scratch {
     size_t n;
 } cpu_scratch;
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked,
-               cpu_scratch scratch);
+               uint8_t views, cpu_scratch scratch);
 /* The scratch bytes cpu_nn_run wants for y with this many threads (the
  * executable's library scratch holds the largest). */
 size_t cpu_nn_scratch(const exec_graph *g, const gnode *y);
@@ -211,7 +212,11 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
 /* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
  * buffer; -1 for head dims it does not take (the reference runs). */
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
-                      cpu_scratch scratch);
+                      uint8_t views, cpu_scratch scratch);
+/* Can attention node y read operand i in place through its view (an
+ * AS_STRIDED of float32 whose last dim is contiguous)? fuse.c then points
+ * the kernel at the view's base (kernel.views). */
+int cpu_attention_view_ok(const exec_graph *g, const gnode *y, int i);
 size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
 /* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64
  * targets; -1 for other dtypes (the reference runs). */

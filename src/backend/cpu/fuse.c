@@ -497,6 +497,36 @@ static int matmul_transposed_reads(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* Attention reads its q, k, v (and the backward its output gradient)
+ * through their views: the heads of a GPT's qkv projection are strided
+ * windows of it, and their copies (eight of 6 MB per layer and step) cost
+ * more than the kernel's own passes over them. */
+static int attention_view_reads(const exec_graph *g, kernel *ks, int *nk) {
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
+    for (int q = 0; rc == 0 && q < *nk; q++) {
+        kernel *kn = &ks[q];
+        const gnode *y = &g->nodes[kn->node];
+        if (kn->kind != K_REF || (y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD)) continue;
+        for (int i = 0; i < (y->op == LT_OP_ATTENTION ? 3 : 4); i++) {
+            int32_t v = kn->read[i];
+            if (made_by[v] < 0 || ks[made_by[v]].kind != K_STRIDED || !cpu_attention_view_ok(g, y, i)) continue;
+            int32_t src = g->nodes[v].in[0];
+            kn->read[i] = src;
+            kn->views |= (uint8_t)(1u << i);
+            readers[src]++;
+            if (--readers[v] == 0 && !is_root[v]) {
+                kernel_clear(&ks[made_by[v]]);
+                ks[made_by[v]].node = -1; /* a hole, squeezed out below */
+            }
+        }
+    }
+    squeeze_holes(ks, nk);
+    core_free(made_by), core_free(readers), core_free(is_root);
+    return rc;
+}
+
 /* Is load register `reg` of program p the scalar 0 (a FILL of 0, which is
  * baked into the graph, never a runtime scalar)? */
 static int zero_load(const exec_graph *g, const tprog *p, int reg) {
@@ -676,7 +706,8 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || matmul_transposed_reads(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || matmul_transposed_reads(g, ks, &nkern) || attention_view_reads(g, ks, &nkern))
+        goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
