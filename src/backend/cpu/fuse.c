@@ -466,55 +466,49 @@ static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_
     return g->nodes[y->in[0]].numel == y->numel ? y->in[0] : -1;
 }
 
-/* A 2-D matmul of a transposed matrix (a linear layer's weight gradient,
- * g^T x) reads the matrix itself and lets the GEMM transpose it: the
- * transposed copy, a strided pass over a large activation gradient, is
- * dropped once no other kernel reads it. */
-static int matmul_transposed_reads(const exec_graph *g, kernel *ks, int *nk) {
-    if (!cpu_dnnl_has_sgemm()) return 0;
-    int32_t *made_by, *readers;
-    uint8_t *is_root;
-    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
-    for (int q = 0; rc == 0 && q < *nk; q++) {
-        kernel *kn = &ks[q];
-        if (kn->kind != K_MATMUL) continue;
+/* The base that operand i of kernel kn can read in place instead of the
+ * strided copy made of it, and the kernel's bit for that read; -1 if none.
+ * A 2-D matmul of a transposed matrix (a linear layer's weight gradient,
+ * g^T x) reads the matrix itself and lets the GEMM transpose it: the copy
+ * is a strided pass over a large activation gradient. Attention reads its
+ * q, k, v (and the backward its output gradient) through their views: the
+ * heads of a GPT's qkv projection are strided windows of it, and their
+ * copies (eight of 6 MB per layer and step) cost more than the kernel's
+ * own passes over them. */
+static int32_t read_through(const exec_graph *g, const kernel *ks, const int32_t *made_by, kernel *kn, int i,
+                            uint8_t **bits) {
+    int32_t v = kn->read[i];
+    if (kn->kind == K_MATMUL) {
         const gnode *y = &g->nodes[kn->node];
-        if (g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) continue;
-        for (int i = 0; i < 2; i++) {
-            int32_t v = kn->read[i], src = transposed_of(g, ks, made_by, v);
-            if (src < 0) continue;
-            kn->read[i] = src;
-            kn->trans |= (uint8_t)(1u << i);
-            readers[src]++;
-            if (--readers[v] == 0 && !is_root[v]) {
-                kernel_clear(&ks[made_by[v]]);
-                ks[made_by[v]].node = -1; /* a hole, squeezed out below */
-            }
-        }
+        if (i >= 2 || !cpu_dnnl_has_sgemm() || g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) return -1;
+        *bits = &kn->trans;
+        return transposed_of(g, ks, made_by, v);
     }
-    squeeze_holes(ks, nk);
-    core_free(made_by), core_free(readers), core_free(is_root);
-    return rc;
+    if (kn->kind == K_REF) {
+        const gnode *y = &g->nodes[kn->node];
+        if ((y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD) || i >= (y->op == LT_OP_ATTENTION ? 3 : 4) ||
+            made_by[v] < 0 || ks[made_by[v]].kind != K_STRIDED || !cpu_attention_view_ok(g, y, i))
+            return -1;
+        *bits = &kn->views;
+        return g->nodes[v].in[0];
+    }
+    return -1;
 }
 
-/* Attention reads its q, k, v (and the backward its output gradient)
- * through their views: the heads of a GPT's qkv projection are strided
- * windows of it, and their copies (eight of 6 MB per layer and step) cost
- * more than the kernel's own passes over them. */
-static int attention_view_reads(const exec_graph *g, kernel *ks, int *nk) {
+/* Kernels read bases in place (read_through); a strided copy is dropped
+ * once no other kernel reads it. */
+static int reads_through_views(const exec_graph *g, kernel *ks, int *nk) {
     int32_t *made_by, *readers;
     uint8_t *is_root;
     int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
     for (int q = 0; rc == 0 && q < *nk; q++) {
         kernel *kn = &ks[q];
-        const gnode *y = &g->nodes[kn->node];
-        if (kn->kind != K_REF || (y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD)) continue;
-        for (int i = 0; i < (y->op == LT_OP_ATTENTION ? 3 : 4); i++) {
-            int32_t v = kn->read[i];
-            if (made_by[v] < 0 || ks[made_by[v]].kind != K_STRIDED || !cpu_attention_view_ok(g, y, i)) continue;
-            int32_t src = g->nodes[v].in[0];
+        for (int i = 0; i < kn->nread && i < 8; i++) {
+            uint8_t *bits;
+            int32_t v = kn->read[i], src = read_through(g, ks, made_by, kn, i, &bits);
+            if (src < 0) continue;
             kn->read[i] = src;
-            kn->views |= (uint8_t)(1u << i);
+            *bits |= (uint8_t)(1u << i);
             readers[src]++;
             if (--readers[v] == 0 && !is_root[v]) {
                 kernel_clear(&ks[made_by[v]]);
@@ -706,8 +700,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || matmul_transposed_reads(g, ks, &nkern) || attention_view_reads(g, ks, &nkern))
-        goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern)) goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;
