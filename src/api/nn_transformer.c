@@ -142,8 +142,8 @@ static int att_attrs(const char *fn, const lt_tensor *q, bool causal, double sca
     return 0;
 }
 
-lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
-                        double *seed_out) {
+static lt_tensor *attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
+                            double *seed_out) {
     static const char fn[] = "lt_scaled_dot_product_attention";
     API_ENTER();
     lt_tensor *in[3] = {q, k, v};
@@ -156,6 +156,22 @@ lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, d
     lt_tensor *t = nn_node(LT_OP_ATTENTION, (lt_dtype)q->dtype, q->ndim, q->shape, 3, in, 2, ia, 2, sc);
     if (t && seed_out) *seed_out = sc[1];
     API_LEAVE(fn, t);
+    return t;
+}
+
+/* Autocast: attention is on the fp32 list for now (the policy until the
+ * fast kernel, attention.c, reads bfloat16): bfloat16 q, k, v are cast up
+ * to float32, so it runs there and never on the reference kernel; its
+ * float32 output goes on to the next lower-precision op (the projection),
+ * which casts it back. Its backward runs in float32 too, and the casts'
+ * backward hands bfloat16 gradients to q, k, v's producers. */
+lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
+                        double *seed_out) {
+    if (LT_LIKELY(!g_autocast)) return attention(q, k, v, causal, dropout_p, scale, seed_out);
+    lt_tensor *in[3] = {q, k, v}, *tmp[3];
+    if (api_autocast_args(3, in, tmp, LT_BF16, LT_F32)) return NULL;
+    lt_tensor *t = attention(in[0], in[1], in[2], causal, dropout_p, scale, seed_out);
+    api_autocast_free(3, tmp);
     return t;
 }
 
