@@ -95,7 +95,7 @@ typedef struct kernel {
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
-    uint8_t trans;   /* K_MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
+    uint8_t trans;   /* K_MATMUL, bfloat16 MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -181,10 +181,12 @@ int cpu_dnnl_has_sgemm(void);
 /* A library op (conv2d and its backward ops, avg pooling and its
  * backward, linear; bfloat16 matmul) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
- * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
- * and uses cpu_dnnl_scratch(d) bytes of scratch for blocked copies. */
+ * geometry, or no oneDNN). Run reads in[] (the node's operands; a bfloat16
+ * matmul's, the matrices they transpose where trans, the kernel's bits, says
+ * so), writes out, and uses cpu_dnnl_scratch(d) bytes of scratch for blocked
+ * copies. */
 typedef struct cpu_dnnl cpu_dnnl;
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk);
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans);
 /* Will cpu_dnnl_new make a conv primitive for y (oneDNN present, float32)?
  * blk[v]: value v is channel-blocked (layout.c); the conv then reads or
  * writes it as nChw16c. */

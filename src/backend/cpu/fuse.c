@@ -455,11 +455,11 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
-/* Is value v a 2-D float32 transpose of a contiguous matrix, made by a
- * K_STRIDED kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
+/* Is value v a 2-D transpose of a contiguous matrix, made by a K_STRIDED
+ * kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
 static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_t *made_by, int32_t v) {
     const gnode *y = &g->nodes[v];
-    if (y->op != LT_OP_AS_STRIDED || y->ndim != 2 || y->dtype != LT_F32 || made_by[v] < 0 ||
+    if (y->op != LT_OP_AS_STRIDED || y->ndim != 2 || made_by[v] < 0 ||
         ks[made_by[v]].kind != K_STRIDED)
         return -1;
     if (y->ia[0] != 1 || y->ia[1] != y->shape[0] || y->ia[2] != 0 || y->shape[0] < 2 || y->shape[1] < 2) return -1;
@@ -469,7 +469,9 @@ static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_
 /* A 2-D matmul of a transposed matrix (a linear layer's weight gradient,
  * g^T x) reads the matrix itself and lets the GEMM transpose it: the
  * transposed copy, a strided pass over a large activation gradient, is
- * dropped once no other kernel reads it. */
+ * dropped once no other kernel reads it. Float32 (K_MATMUL: dnnl_sgemm's
+ * transpose flags) and bfloat16 (oneDNN's matmul primitive reads a 'ba'
+ * operand: dnnl.c's matmul_new). */
 static int matmul_transposed_reads(const exec_graph *g, kernel *ks, int *nk) {
     if (!cpu_dnnl_has_sgemm()) return 0;
     int32_t *made_by, *readers;
@@ -477,8 +479,8 @@ static int matmul_transposed_reads(const exec_graph *g, kernel *ks, int *nk) {
     int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
     for (int q = 0; rc == 0 && q < *nk; q++) {
         kernel *kn = &ks[q];
-        if (kn->kind != K_MATMUL) continue;
         const gnode *y = &g->nodes[kn->node];
+        if (kn->kind != K_MATMUL && !(kn->kind == K_REF && y->op == LT_OP_MATMUL && y->dtype == LT_BF16)) continue;
         if (g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) continue;
         for (int i = 0; i < 2; i++) {
             int32_t v = kn->read[i], src = transposed_of(g, ks, made_by, v);
