@@ -199,15 +199,21 @@ void cpu_dnnl_free(cpu_dnnl *d);
  * them (nn_fast.c): max-pool backward, adaptive average pooling, the batch
  * norm ops. sc: the node's resolved scalars. 0 if done, -1: fall back. */
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked);
-/* The transformer ops (transformer.c), float32: layer norm and its backward
- * ops, GRAD_NORM. */
+/* The transformer ops (transformer.c): layer norm and its backward ops
+ * (cpu_ln_ok's dtypes), GRAD_NORM (float32). */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* Does layer-norm node y (LAYER_NORM, LN_BWD_INPUT, LN_BWD_PARAMS) run on
+ * the kernels of transformer.c? Its activations (x, and g for the backward
+ * ops; the output of x's shape) all float32 or all bfloat16, the
+ * parameters and LN_BWD_PARAMS's sums float32. */
+int cpu_ln_ok(const exec_graph *g, const gnode *y);
 /* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
  * buffer; -1 for head dims it does not take (the reference runs). */
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
-/* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
- * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
-int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);
+/* AS_STRIDED_BACKWARD (strided_grad.c), float32 or bfloat16 g (gn) into
+ * out (y's shape and dtype): 0 if done, -1 if the window overlaps itself
+ * (the reference runs). */
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void *out);
 /* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
  * mean and biased variance of each, bit for bit the reference's
  * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */
