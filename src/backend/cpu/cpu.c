@@ -222,9 +222,6 @@ static double node_flops(const exec_graph *g, const gnode *y) {
 /* A 2-D matmul, float32 or bfloat16, whose operands may be stored
  * transposed (trans: cpu_dnnl_matmul's), for when oneDNN declines one (out
  * of memory, a geometry): the reference's double sums, rounded once. */
-static float ld_elem(const void *p, int bf16, int64_t i) {
-    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
 static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in, int trans, void *c) {
     int64_t n = y->shape[0], m = y->shape[1], k = g->nodes[y->in[0]].shape[1];
     int bf16 = y->dtype == LT_BF16;
@@ -232,17 +229,16 @@ static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in
         for (int64_t j = 0; j < m; j++) {
             double s = 0;
             for (int64_t p = 0; p < k; p++)
-                s += (double)ld_elem(in[0], bf16, trans & 1 ? p * n + i : i * k + p) *
-                     ld_elem(in[1], bf16, trans & 2 ? j * k + p : p * m + j);
-            if (bf16) ((uint16_t *)c)[i * m + j] = bf16_from_f32((float)s);
-            else ((float *)c)[i * m + j] = (float)s;
+                s += (double)ld_act(in[0], bf16, trans & 1 ? p * n + i : i * k + p) *
+                     ld_act(in[1], bf16, trans & 2 ? j * k + p : p * m + j);
+            st_act(c, bf16, i * m + j, (float)s);
         }
 }
 
 /* A kernel span's args: its node, and the bytes it reads and writes and its
  * multiply-adds x 2, so a timeline tells how far each kernel is from the
- * memory bandwidth or the FMA peak (bench/gpt_profile.py). */
-/* ref: the kernel fell back to the reference (a slow span to look for first). */
+ * memory bandwidth or the FMA peak (bench/gpt_profile.py); "ref": 1 if it
+ * fell back to the reference kernel (the slow spans to look at first). */
 static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *kn, const gnode *y, int ref) {
     exec_node_args(buf, n, g, y);
     double bytes = 0;

@@ -14,6 +14,16 @@
 #define TILE 128
 #define TILE_MAX_REGS 64
 
+/* Element i of a float32 or (bf16) bfloat16 array; and v stored there
+ * (rounded to nearest even): the kernels that take either dtype. */
+static inline float ld_act(const void *p, int bf16, int64_t i) {
+    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static inline void st_act(void *p, int bf16, int64_t i, float v) {
+    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
+    else ((float *)p)[i] = v;
+}
+
 /* ---- tile programs (tile.c) ---- */
 enum load_mode { LOAD_SAME, LOAD_SCALAR, LOAD_GENERAL };
 

@@ -14,16 +14,6 @@
 
 /* ---- pooling ---- */
 
-/* Element i of a float32 or (bf16) bfloat16 array; and v stored there
- * (rounded to nearest even). */
-static inline float ld_act(const void *p, int bf16, int64_t i) {
-    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-static inline void st_act(void *p, int bf16, int64_t i, float v) {
-    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
-    else ((float *)p)[i] = v;
-}
-
 /* The first maximum in row-major order, a NaN wins: ref_nn_pool.c's rule.
  * x: one plane; ia [kH, kW, sH, sW, pH, pW]. */
 static int64_t argmax_win(const void *x, int bf16, const int64_t *ia, int64_t H, int64_t W, int64_t oh, int64_t ow) {
