@@ -251,7 +251,8 @@ static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *
         bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
     }
     size_t l = strlen(buf);
-    if (l < n) snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f%s", bytes, node_flops(g, y), ref ? ",\"ref\":1" : "");
+    if (l < n)
+        snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f%s", bytes, node_flops(g, y), ref ? ",\"ref\":1" : "");
 }
 
 static void *cpu_compile(const exec_graph *g0) {

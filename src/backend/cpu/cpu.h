@@ -105,7 +105,7 @@ typedef struct kernel {
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
-    uint8_t trans;   /* K_MATMUL, bfloat16 MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
+    uint8_t trans;   /* K_MATMUL, a bfloat16 MATMUL: bit i, read[i] is the matrix operand i transposes (fuse.c) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */

@@ -1,5 +1,5 @@
-/* AS_STRIDED_BACKWARD on float32 or bfloat16 when the window is one-to-one (slices,
- * transposes, selects, narrows: every view autograd meets in a transformer,
+/* AS_STRIDED_BACKWARD on float32 or bfloat16 when the window is
+ * one-to-one (slices, transposes, selects, narrows: every view autograd meets in a transformer,
  * such as q, k and v cut out of one qkv projection): zeros, then each
  * element added at its offset. No offset is hit twice, so the float sum
  * 0 + g is the reference's double sum rounded, and rows run in parallel.

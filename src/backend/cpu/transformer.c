@@ -31,7 +31,12 @@ static float *ln_buf(int bf16, int64_t n, int *oom) {
     *oom = !b;
     return b;
 }
-static float *ln_mine(float *buf, int64_t n) { return buf ? buf + (size_t)THREAD_NUM() * LN_BUF_ROWS * (size_t)n : NULL; }
+static float *ln_mine(float *buf, int64_t n) {
+    return buf ? buf + (size_t)THREAD_NUM() * LN_BUF_ROWS * (size_t)n : NULL;
+}
+
+/* The thread's block for g's rows (after x's), NULL for float32. */
+static float *ln_gbuf(float *mine, int64_t n) { return mine ? mine + CPU_LN_ROWS * n : NULL; }
 
 /* Rows [r0, r0 + nr) of a as floats: a itself (float32), or widened into
  * tmp (bfloat16). */
@@ -78,7 +83,8 @@ static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double e
         ln_stats(x, nr, n, eps, m, rs);
         for (int q = 0; q < nr; q++) {
             const float *xr = x + q * n;
-            float *o = ln_out(out, mine, r0 + q, n), a = rs[q], bias = -a * m[q]; /* PyTorch's form: x rstd + (-rstd mean) */
+            /* PyTorch's form: x rstd + (-rstd mean) */
+            float *o = ln_out(out, mine, r0 + q, n), a = rs[q], bias = -a * m[q];
             if (w && b) { /* the common case, a loop without branches */
 #pragma omp simd
                 for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * w[k] + b[k];
@@ -104,7 +110,7 @@ static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float ms[CPU_LN_ROWS], as[CPU_LN_ROWS], *mine = ln_mine(buf, n);
         int nr = ln_block(r0, rows);
-        const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], mine ? mine + CPU_LN_ROWS * n : NULL, r0, nr, n);
+        const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
         ln_stats(x, nr, n, eps, ms, as);
         for (int q = 0; q < nr; q++) {
             const float *xr = x + q * n, *gr = g + q * n;
@@ -157,7 +163,7 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
         for (int64_t r0 = c * per; r0 < r1; r0 += CPU_LN_ROWS) {
             float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
             int nr = ln_block(r0, r1);
-            const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], mine ? mine + CPU_LN_ROWS * n : NULL, r0, nr, n);
+            const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
             ln_stats(x, nr, n, eps, m, rs);
             for (int q = 0; q < nr; q++) {
                 const float *xr = x + q * n, *gr = g + q * n;
