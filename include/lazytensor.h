@@ -317,7 +317,9 @@ lt_tensor *lt_erf(lt_tensor *a);
 lt_tensor *lt_erf_(lt_tensor *a);                                    /* returns a */
 lt_tensor *lt_gelu(lt_tensor *x, bool tanh_form);                    /* tanh_form: approximate='tanh' */
 /* Normalizes over the last nnorm dims of x (PyTorch's normalized_shape =
- * those dims); weight and bias have that shape, or are NULL. */
+ * those dims); weight and bias have that shape, or are NULL, and x's dtype
+ * (or float32 with a bfloat16 x: autocast's activations, float32
+ * parameters; the result has x's dtype). */
 lt_tensor *lt_layer_norm(lt_tensor *x, int nnorm, lt_tensor *weight, lt_tensor *bias, double eps);
 /* softmax(scale q k^T [+ causal mask]) v with dropout p on the probabilities
  * (seeded by lt_manual_seed); q, k, v one shape (..., T, D); scale 0 means
@@ -450,7 +452,7 @@ lt_tensor *lt_batch_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, lt_t
 /* Layer norm over the last nnorm dims: its row statistics (2, x's leading
  * dims, 1 per normalized dim) [mean; 1/sqrt(biased var + eps)], dx, and
  * the (2, normalized shape) [grad_weight; grad_bias] (both recompute the
- * statistics from x). */
+ * statistics from x; float32 for a bfloat16 x). */
 lt_tensor *lt_layer_norm_stats(lt_tensor *x, int nnorm, double eps);
 lt_tensor *lt_layer_norm_backward_input(lt_tensor *grad_out, lt_tensor *x, lt_tensor *weight, int nnorm,
                                         double eps);

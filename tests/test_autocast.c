@@ -2,7 +2,8 @@
  * node per float32 operand), regions that nest and errors, values against
  * the same math on bfloat16-rounded operands, and gradients through an
  * autocast region (conv, batch norm with float32 parameters, relu, pooling,
- * linear, cross-entropy) against central finite differences in float64. */
+ * linear, cross-entropy; a GPT attention block) against central finite
+ * differences in float64. */
 #include "harness.h"
 
 #include "func/func.h"
@@ -105,17 +106,90 @@ TEST(matmul_values) {
 
 /* ---- gradients through an autocast region vs float64 finite differences ---- */
 
-enum { NP = 6 };
-static const int64_t PS[NP][4] = {{4, 3, 3, 3}, {4}, {4}, {4}, {5, 4}, {5}};
-static const int PND[NP] = {4, 1, 1, 1, 2, 1};
-static int64_t pn(int i) {
-    int64_t n = 1;
-    for (int d = 0; d < PND[i]; d++) n *= PS[i][d];
-    return n;
+/* A small network: its parameters' shapes, and its loss of (x, the
+ * parameters, a target), float32 under autocast or float64 without. */
+typedef struct net {
+    int np;
+    const int64_t (*ps)[4];
+    const int *pnd;
+    lt_tensor *(*loss)(lt_tensor *x, lt_tensor *const *p, lt_tensor *tgt);
+} net;
+
+static int64_t pn(const net *n, int i) {
+    int64_t c = 1;
+    for (int d = 0; d < n->pnd[i]; d++) c *= n->ps[i][d];
+    return c;
+}
+
+static double loss64(const net *n, double *const *pv, lt_tensor *x, lt_tensor *tgt) {
+    lt_tensor *p[8];
+    for (int i = 0; i < n->np; i++) p[i] = h_f64(n->pnd[i], n->ps[i], pv[i]);
+    lt_tensor *l = n->loss(x, p, tgt);
+    double v = lt_item(l);
+    lt_free(l);
+    for (int i = 0; i < n->np; i++) lt_free(p[i]);
+    return v;
+}
+
+/* The net's float32 parameters' gradients through an autocast region are
+ * float32 and agree with central differences of the float64 loss (at most
+ * 48 elements of each parameter, spread over it). fallback_free: the cpu
+ * backend ran no reference kernel for the step. */
+static void check_fd(const net *n, lt_tensor *x32, lt_tensor *tgt, int fallback_free) {
+    lt_tensor *x64 = lt_to_dtype(x32, LT_F64), *p[8];
+    double *pv[8];
+    for (int i = 0; i < n->np; i++) {
+        pv[i] = malloc(sizeof(double) * (size_t)pn(n, i));
+        for (int64_t k = 0; k < pn(n, i); k++) pv[i][k] = urand();
+        lt_tensor *t = h_f64(n->pnd[i], n->ps[i], pv[i]);
+        p[i] = lt_to_dtype(t, LT_F32);
+        lt_free(t);
+        double *back = h_read(p[i]); /* the float64 run starts from the same float32 values */
+        memcpy(pv[i], back, sizeof(double) * (size_t)pn(n, i));
+        free(back);
+        lt_set_requires_grad(p[i], true);
+    }
+    double f0 = lt_metric("FallbackOps");
+    lt_autocast_begin(LT_BF16);
+    lt_tensor *l = n->loss(x32, p, tgt);
+    lt_autocast_end();
+    CHECK(l && lt_dtype_of(l) == LT_F32);
+    CHECK(lt_backward(l) == 0);
+    lt_mark_step();
+    if (fallback_free)
+        CHECK_MSG(lt_metric("FallbackOps") == f0, "%g ops ran the reference kernel", lt_metric("FallbackOps") - f0);
+    const double h = 1e-5;
+    for (int i = 0; i < n->np; i++) {
+        lt_tensor *g = lt_grad(p[i]);
+        CHECK_MSG(g && lt_dtype_of(g) == LT_F32, "parameter %d: gradient missing or not float32", i);
+        if (!g) continue;
+        int64_t cnt = pn(n, i), step = cnt > 48 ? cnt / 48 : 1;
+        double *gv = h_read(g), *fd = calloc((size_t)cnt, sizeof(double)), scale = 0;
+        for (int64_t k = 0; k < cnt; k += step) {
+            double v = pv[i][k];
+            pv[i][k] = v + h;
+            double lp = loss64(n, pv, x64, tgt);
+            pv[i][k] = v - h;
+            double lm = loss64(n, pv, x64, tgt);
+            pv[i][k] = v;
+            fd[k] = (lp - lm) / (2 * h);
+            if (fabs(fd[k]) > scale) scale = fabs(fd[k]);
+        }
+        /* bfloat16 keeps 8 bits: a few roundings along the path, relative to the largest component */
+        for (int64_t k = 0; k < cnt; k += step)
+            CHECK_MSG(fabs(gv[k] - fd[k]) <= 3e-2 * scale + 1e-4, "parameter %d [%lld]: autocast %.6g, float64 fd %.6g (scale %.3g)",
+                      i, (long long)k, gv[k], fd[k], scale);
+        free(gv), free(fd);
+    }
+    lt_free(l), lt_free(x64);
+    for (int i = 0; i < n->np; i++) lt_free(p[i]), free(pv[i]);
+    CHECK_NO_ERR();
 }
 
 /* conv -> batch norm (batch statistics) -> relu -> global pool -> linear -> cross-entropy */
-static lt_tensor *net_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *tgt) {
+static const int64_t CNN_PS[6][4] = {{4, 3, 3, 3}, {4}, {4}, {4}, {5, 4}, {5}};
+static const int CNN_PND[6] = {4, 1, 1, 1, 2, 1};
+static lt_tensor *cnn_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *tgt) {
     lt_tensor *y = lt_conv2d(x, p[0], p[1], NULL, (int64_t[]){1, 1}, NULL, 1);
     lt_tensor *bn = lt_batch_norm(y, p[2], p[3], NULL, NULL, true, 0.1, 1e-5);
     lt_tensor *r = lt_relu(bn), *q = lt_adaptive_avg_pool2d(r, (int64_t[]){1, 1}), *f = lt_flatten(q, 1, -1);
@@ -124,68 +198,60 @@ static lt_tensor *net_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *tgt) {
     return l;
 }
 
-static double loss64(const double *const *pv, lt_tensor *x, lt_tensor *tgt) {
-    lt_tensor *p[NP];
-    for (int i = 0; i < NP; i++) p[i] = h_f64(PND[i], PS[i], pv[i]);
-    lt_tensor *l = net_loss(x, p, tgt);
-    double v = lt_item(l);
-    lt_free(l);
-    for (int i = 0; i < NP; i++) lt_free(p[i]);
-    return v;
-}
-
 TEST(gradients_vs_finite_differences) {
     int64_t xs[4] = {2, 3, 6, 6}, ts[1] = {2}, tv[2] = {4, 1};
-    lt_tensor *x32 = randt(LT_F32, 4, xs), *x64 = lt_to_dtype(x32, LT_F64), *tgt = lt_from_data(tv, LT_I64, 1, ts);
-    double *pv[NP];
-    lt_tensor *p[NP];
-    for (int i = 0; i < NP; i++) {
-        pv[i] = malloc(sizeof(double) * (size_t)pn(i));
-        for (int64_t k = 0; k < pn(i); k++) pv[i][k] = i == 2 ? 1 + 0.5 * urand() : urand();
-        lt_tensor *t = h_f64(PND[i], PS[i], pv[i]);
-        p[i] = lt_to_dtype(t, LT_F32);
-        lt_free(t);
-        double *back = h_read(p[i]); /* the float64 run starts from the same float32 values */
-        memcpy(pv[i], back, sizeof(double) * (size_t)pn(i));
-        free(back);
-        lt_set_requires_grad(p[i], true);
+    lt_tensor *x32 = randt(LT_F32, 4, xs), *tgt = lt_from_data(tv, LT_I64, 1, ts);
+    net n = {6, CNN_PS, CNN_PND, cnn_loss};
+    check_fd(&n, x32, tgt, 0);
+    lt_free(x32), lt_free(tgt);
+}
+
+/* A GPT attention block (B 2, T 37: odd, H 2, D 12): layer norm (float32
+ * residual stream), the qkv linear (bfloat16), q, k, v as views of it,
+ * causal attention (fp32 list: its operands are cast up), the projection,
+ * a layer norm of the bfloat16 projection with float32 parameters (mixed),
+ * GELU in bfloat16, then sum(gelu * c) / n in x's dtype. */
+enum { TB = 2, TT = 37, TH = 2, TD = 12, TE = TH * TD };
+static const int64_t TF_PS[7][4] = {{TE}, {TE}, {3 * TE, TE}, {3 * TE}, {TE, TE}, {TE}, {TE}};
+static const int TF_PND[7] = {1, 1, 2, 1, 2, 1, 1};
+static lt_tensor *block_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *c) {
+    int64_t hs[4] = {TB, TT, TH, TD}, bs[3] = {TB, TT, TE};
+    lt_tensor *h = lt_layer_norm(x, 1, p[0], p[1], 1e-5), *qkv = lt_linear(h, p[2], p[3]), *v[3];
+    for (int i = 0; i < 3; i++) {
+        lt_tensor *part = lt_narrow(qkv, 2, i * TE, TE), *r = lt_reshape(part, 4, hs);
+        v[i] = lt_transpose(r, 1, 2);
+        lt_free(part), lt_free(r);
     }
-    lt_autocast_begin(LT_BF16);
-    lt_tensor *l = net_loss(x32, p, tgt);
-    lt_autocast_end();
-    CHECK(l && lt_dtype_of(l) == LT_F32);
-    CHECK(lt_backward(l) == 0);
-    const double h = 1e-5;
-    for (int i = 0; i < NP; i++) {
-        lt_tensor *g = lt_grad(p[i]);
-        CHECK_MSG(g && lt_dtype_of(g) == LT_F32, "parameter %d: gradient missing or not float32", i);
-        if (!g) continue;
-        double *gv = h_read(g), *fd = malloc(sizeof(double) * (size_t)pn(i)), scale = 0;
-        for (int64_t k = 0; k < pn(i); k++) {
-            double v = pv[i][k];
-            pv[i][k] = v + h;
-            double lp = loss64((const double *const *)pv, x64, tgt);
-            pv[i][k] = v - h;
-            double lm = loss64((const double *const *)pv, x64, tgt);
-            pv[i][k] = v;
-            fd[k] = (lp - lm) / (2 * h);
-            if (fabs(fd[k]) > scale) scale = fabs(fd[k]);
-        }
-        /* bfloat16 keeps 8 bits: a few roundings along the path, relative to the largest component */
-        for (int64_t k = 0; k < pn(i); k++)
-            CHECK_MSG(fabs(gv[k] - fd[k]) <= 3e-2 * scale + 1e-4, "parameter %d [%lld]: autocast %.6g, float64 fd %.6g (scale %.3g)",
-                      i, (long long)k, gv[k], fd[k], scale);
-        free(gv), free(fd);
+    lt_tensor *y = lt_scaled_dot_product_attention(v[0], v[1], v[2], true, 0, 0);
+    lt_tensor *yt = lt_transpose(y, 1, 2), *yc = lt_reshape(yt, 3, bs), *o = lt_linear(yc, p[4], NULL);
+    lt_tensor *z = lt_layer_norm(o, 1, p[5], p[6], 1e-5), *ge = lt_gelu(z, false);
+    lt_tensor *gx = lt_to_dtype(ge, lt_dtype_of(x)), *cx = lt_to_dtype(c, lt_dtype_of(x)), *m = lt_mul(gx, cx);
+    lt_tensor *s = lt_sum(m, 0, NULL, false), *l = lt_mul_scalar(s, 1.0 / (TB * TT * TE));
+    if (lt_autocast_dtype() == LT_BF16) { /* the policy: what each op ran in */
+        CHECK(lt_dtype_of(qkv) == LT_BF16 && lt_dtype_of(y) == LT_F32 && lt_dtype_of(o) == LT_BF16);
+        CHECK(lt_dtype_of(z) == LT_BF16 && lt_dtype_of(ge) == LT_BF16);
+        for (int i = 0; i < 3; i++) CHECK(cast_of(y, i, LT_F32, v[i]));
     }
-    lt_free(l);
-    for (int i = 0; i < NP; i++) lt_free(p[i]), free(pv[i]);
-    lt_free(x32), lt_free(x64), lt_free(tgt);
-    CHECK_NO_ERR();
+    lt_tensor *all[] = {h, qkv, v[0], v[1], v[2], y, yt, yc, o, z, ge, gx, cx, m, s};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
+    return l;
+}
+
+/* The bfloat16 GPT step's kernels (linear and its transposed weight
+ * gradient, bias sums, the views' backward, mixed layer norm and its
+ * backward ops, GELU) are all fast ones, and its gradients are right. */
+TEST(transformer_block) {
+    int64_t xs[3] = {TB, TT, TE};
+    lt_tensor *x32 = randt(LT_F32, 3, xs), *c = randt(LT_F32, 3, xs);
+    net n = {7, TF_PS, TF_PND, block_loss};
+    check_fd(&n, x32, c, 1);
+    lt_free(x32), lt_free(c);
 }
 
 int main(void) {
     RUN(op_lists);
     RUN(matmul_values);
     RUN(gradients_vs_finite_differences);
+    RUN(transformer_block);
     return h_report();
 }

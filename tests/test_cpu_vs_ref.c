@@ -1396,8 +1396,12 @@ static void layer_norm_case(int trial) {
     c.nnorm = nd > 1 && rint_(3) == 0 ? 2 : 1;
     c.temps = rint_(3) == 0;
     c.x = rand_tensor(dt, nd, s, 0);
-    if (rint_(3)) c.w = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
-    if (rint_(3)) c.b = rand_tensor(dt, c.nnorm, s + nd - c.nnorm, 0);
+    int bf16 = g_bf16;
+    lt_dtype pdt = bf16 && trial % 2 ? LT_F32 : dt;
+    if (bf16 && trial % 2) g_bf16 = 0; /* mixed: bfloat16 x and g, float32 weight and bias (autocast's) */
+    if (rint_(3)) c.w = rand_tensor(pdt, c.nnorm, s + nd - c.nnorm, 0);
+    if (rint_(3)) c.b = rand_tensor(pdt, c.nnorm, s + nd - c.nnorm, 0);
+    g_bf16 = bf16;
     c.g = rand_tensor(dt, nd, s, 0);
     int ops[4] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS, LT_OP_LN_STATS};
     for (int i = 0; i < 4; i++) {
@@ -1692,7 +1696,7 @@ TEST(every_op_bf16) {
     for (int t = 0; t < 8; t++) mse_case(t);
     for (int t = 0; t < 8; t++) dropout_case(t);
     for (int t = 0; t < 12; t++) strided_grad_case(t);
-    for (int t = 0; t < 8; t++) layer_norm_case(t);
+    for (int t = 0; t < 16; t++) layer_norm_case(t);
     for (int t = 0; t < 8; t++) attention_case(t);
     for (int t = 0; t < 3; t++) grad_norm_case(t);
     collective_cases();

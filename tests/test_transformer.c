@@ -174,7 +174,28 @@ TEST(bad_arguments) {
     CHECK_ERR(LT_ERR_DTYPE);
     CHECK(!lt_scaled_dot_product_attention(NULL, x, x, false, 0, 0));
     CHECK_ERR(LT_ERR_NULL);
-    lt_free(x), lt_free(y), lt_free(i);
+    /* mixed layer norm: float32 parameters with a bfloat16 x only, weight and bias alike */
+    int64_t ns[1] = {4};
+    lt_tensor *xb = rand_f(LT_BF16, 3, s), *w32 = rand_f(LT_F32, 1, ns), *w64 = rand_f(LT_F64, 1, ns);
+    lt_tensor *wb = rand_f(LT_BF16, 1, ns);
+    CHECK(!lt_layer_norm(xb, 1, w64, NULL, 1e-5));
+    CHECK(strstr(lt_error_message(), "lt_layer_norm") && strstr(lt_error_message(), "'weight'"));
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_layer_norm(xb, 1, w32, wb, 1e-5));
+    CHECK(strstr(lt_error_message(), "lt_layer_norm") && strstr(lt_error_message(), "'bias'"));
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_layer_norm(x, 1, wb, NULL, 1e-5)); /* a float32 x takes float32 parameters */
+    CHECK_ERR(LT_ERR_DTYPE);
+    CHECK(!lt_layer_norm_backward_input(xb, xb, w64, 1, 1e-5));
+    CHECK(strstr(lt_error_message(), "'weight'") != NULL);
+    CHECK_ERR(LT_ERR_DTYPE);
+    /* autocast (attention on the fp32 list) still names a missing argument */
+    lt_autocast_begin(LT_BF16);
+    CHECK(!lt_scaled_dot_product_attention(xb, NULL, xb, false, 0, 0));
+    CHECK(strstr(lt_error_message(), "'k'") != NULL);
+    CHECK_ERR(LT_ERR_NULL);
+    lt_autocast_end();
+    lt_free(x), lt_free(y), lt_free(i), lt_free(xb), lt_free(w32), lt_free(w64), lt_free(wb);
 }
 
 int main(void) {

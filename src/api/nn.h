@@ -119,12 +119,14 @@
  *   dx    nn_gelu_backward(g, x, tanh_form)  (GELU_BWD (g, x) sc [tanh_form])
  *
  * layer_norm  lt_layer_norm(x, nnorm, w, b, eps): normalizes over the last
- *   nnorm dims of x (PyTorch's normalized_shape); w, b of that shape or NULL
+ *   nnorm dims of x (PyTorch's normalized_shape); w, b of that shape or NULL,
+ *   of x's dtype or float32 with a bfloat16 x (autocast's mixed layer norm)
  *   node  LAYER_NORM (x[, w][, b]) ia [nnorm, has_w, has_b] sc [eps]
  *   saves x, w
  *   dx    nn_layer_norm_backward_input(g, x, w, nnorm, eps)
  *   dw,db nn_layer_norm_backward_params(g, x, nnorm, eps) -> (2, normalized
- *         shape) [dw; db]: lt_select(r, 0, 0) / (r, 0, 1)
+ *         shape) [dw; db]: lt_select(r, 0, 0) / (r, 0, 1); float32 for a
+ *         bfloat16 x (the engine casts it to the parameters' dtype)
  *   (both recompute each row's mean and variance from x)
  *
  * attention  lt_scaled_dot_product_attention(q, k, v, causal, p, scale)

@@ -23,9 +23,17 @@ static int check_ln(const char *fn, const lt_tensor *x, int nnorm) {
     return -1;
 }
 
+/* A parameter (weight, bias) has x's dtype, or float32 with a bfloat16 x:
+ * PyTorch's mixed layer norm, bfloat16 activations (autocast's) with
+ * float32 parameters, the math in float32 either way. */
 static int check_ln_param(const char *fn, const char *arg, const lt_tensor *t, const lt_tensor *x, int nnorm) {
     if (!t) return 0;
-    if (api_check(fn, arg, t) || nn_same_dtype(fn, arg, t, "x", x)) return -1;
+    if (api_check(fn, arg, t)) return -1;
+    if (t->dtype != x->dtype && !(x->dtype == LT_BF16 && t->dtype == LT_F32))
+        return err_set(LT_ERR_DTYPE, "%s: argument '%s' (%s) must have the dtype of 'x' (%s)%s", fn, arg,
+                       dtype_name((lt_dtype)t->dtype), dtype_name((lt_dtype)x->dtype),
+                       x->dtype == LT_BF16 ? " or float32" : ""),
+               -1;
     const int64_t *ns = x->shape + x->ndim - nnorm;
     if (t->ndim == nnorm && !memcmp(t->shape, ns, (size_t)nnorm * 8)) return 0;
     err_set(LT_ERR_SHAPE, "%s: argument '%s' has shape %s; the normalized shape of x %s is %s", fn, arg,
@@ -55,6 +63,7 @@ lt_tensor *lt_layer_norm(lt_tensor *x, int nnorm, lt_tensor *weight, lt_tensor *
     if (check_ln(fn, x, nnorm) || check_ln_param(fn, "weight", weight, x, nnorm) ||
         check_ln_param(fn, "bias", bias, x, nnorm) || check_eps(fn, eps))
         return NULL;
+    if (weight && bias && nn_same_dtype(fn, "bias", bias, "weight", weight)) return NULL;
     int64_t ia[3] = {nnorm, weight != NULL, bias != NULL};
     lt_tensor *in[3] = {x, weight, bias};
     lt_tensor *t = nn_node(LT_OP_LAYER_NORM, (lt_dtype)x->dtype, x->ndim, x->shape, 3, in, 3, ia, 1, &eps);
@@ -84,7 +93,10 @@ lt_tensor *nn_layer_norm_backward_params(lt_tensor *grad_out, lt_tensor *x, int 
     if (nnorm + 1 > LT_MAX_DIMS)
         return err_set(LT_ERR_SHAPE, "%s: argument 'nnorm' is %d; at most %d dims", fn, nnorm, LT_MAX_DIMS - 1);
     lt_tensor *in[2] = {grad_out, x};
-    lt_tensor *t = nn_node(LT_OP_LN_BWD_PARAMS, (lt_dtype)x->dtype, nnorm + 1, shape, 2, in, 1, ia, 1, &eps);
+    /* bfloat16 x: float32 sums (the autograd engine casts them to a
+     * bfloat16 parameter's dtype, to the same bits: st_f rounds via float) */
+    lt_dtype dt = x->dtype == LT_BF16 ? LT_F32 : (lt_dtype)x->dtype;
+    lt_tensor *t = nn_node(LT_OP_LN_BWD_PARAMS, dt, nnorm + 1, shape, 2, in, 1, ia, 1, &eps);
     API_LEAVE(fn, t);
     return t;
 }
@@ -142,8 +154,8 @@ static int att_attrs(const char *fn, const lt_tensor *q, bool causal, double sca
     return 0;
 }
 
-lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
-                        double *seed_out) {
+static lt_tensor *attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
+                            double *seed_out) {
     static const char fn[] = "lt_scaled_dot_product_attention";
     API_ENTER();
     lt_tensor *in[3] = {q, k, v};
@@ -156,6 +168,22 @@ lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, d
     lt_tensor *t = nn_node(LT_OP_ATTENTION, (lt_dtype)q->dtype, q->ndim, q->shape, 3, in, 2, ia, 2, sc);
     if (t && seed_out) *seed_out = sc[1];
     API_LEAVE(fn, t);
+    return t;
+}
+
+/* Autocast: attention is on the fp32 list for now (the policy until the
+ * fast kernel, attention.c, reads bfloat16): bfloat16 q, k, v are cast up
+ * to float32, so it runs there and never on the reference kernel; its
+ * float32 output goes on to the next lower-precision op (the projection),
+ * which casts it back. Its backward runs in float32 too, and the casts'
+ * backward hands bfloat16 gradients to q, k, v's producers. */
+lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
+                        double *seed_out) {
+    if (LT_LIKELY(!g_autocast)) return attention(q, k, v, causal, dropout_p, scale, seed_out);
+    lt_tensor *in[3] = {q, k, v}, *tmp[3];
+    if (api_autocast_args(3, in, tmp, LT_BF16, LT_F32)) return NULL;
+    lt_tensor *t = attention(in[0], in[1], in[2], causal, dropout_p, scale, seed_out);
+    api_autocast_free(3, tmp);
     return t;
 }
 

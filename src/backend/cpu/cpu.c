@@ -146,7 +146,7 @@ static int lib_make(cpu_exe *e, const uint8_t *blk, cpu_dnnl ***out, size_t *sb)
     for (int j = 0; j < e->nk; j++) {
         if (e->k[j].kind != K_REF) continue;
         const gnode *y = &e->g->nodes[e->k[j].node];
-        lib[j] = cpu_dnnl_new(e->g, y, blk);
+        lib[j] = cpu_dnnl_new(e->g, y, blk, e->k[j].trans);
         if (!lib[j] && cpu_dnnl_covers(e->g, y)) {
             int any = blk[e->k[j].node];
             for (int i = 0; i < y->nin; i++) any |= blk[y->in[i]];
@@ -220,24 +220,27 @@ static double node_flops(const exec_graph *g, const gnode *y) {
     }
 }
 
-/* A 2-D float32 matmul whose operands may be stored transposed (trans:
- * cpu_dnnl_matmul's), for when oneDNN declines one (out of memory). */
-static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in, int trans, float *c) {
-    const float *a = in[0], *b = in[1];
+/* A 2-D matmul, float32 or bfloat16, whose operands may be stored
+ * transposed (trans: cpu_dnnl_matmul's), for when oneDNN declines one (out
+ * of memory, a geometry): the reference's double sums, rounded once. */
+static void matmul_2d_plain(const exec_graph *g, const gnode *y, void *const *in, int trans, void *c) {
     int64_t n = y->shape[0], m = y->shape[1], k = g->nodes[y->in[0]].shape[1];
+    int bf16 = y->dtype == LT_BF16;
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < m; j++) {
             double s = 0;
             for (int64_t p = 0; p < k; p++)
-                s += (double)a[trans & 1 ? p * n + i : i * k + p] * b[trans & 2 ? j * k + p : p * m + j];
-            c[i * m + j] = (float)s;
+                s += (double)ld_act(in[0], bf16, trans & 1 ? p * n + i : i * k + p) *
+                     ld_act(in[1], bf16, trans & 2 ? j * k + p : p * m + j);
+            st_act(c, bf16, i * m + j, (float)s);
         }
 }
 
 /* A kernel span's args: its node, and the bytes it reads and writes and its
  * multiply-adds x 2, so a timeline tells how far each kernel is from the
- * memory bandwidth or the FMA peak (bench/gpt_profile.py). */
-static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *kn, const gnode *y) {
+ * memory bandwidth or the FMA peak (bench/gpt_profile.py); "ref": 1 if it
+ * fell back to the reference kernel (the slow spans to look at first). */
+static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *kn, const gnode *y, int ref) {
     exec_node_args(buf, n, g, y);
     double bytes = 0;
     for (int i = 0; i < kn->nread; i++) {
@@ -249,7 +252,8 @@ static void kernel_args(char *buf, size_t n, const exec_graph *g, const kernel *
         bytes += (double)v->numel * (double)dtype_size((lt_dtype)v->dtype);
     }
     size_t l = strlen(buf);
-    if (l < n) snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f", bytes, node_flops(g, y));
+    if (l < n)
+        snprintf(buf + l, n - l, ",\"bytes\":%.0f,\"flops\":%.0f%s", bytes, node_flops(g, y), ref ? ",\"ref\":1" : "");
 }
 
 static void *cpu_compile(const exec_graph *g0) {
@@ -339,8 +343,11 @@ static void resolve_scalars(const gnode *y, const double *scalars, double *sc) {
     for (int i = 0; i < IR_MAX_SCALARS; i++) sc[i] = y->sc_slot[i] >= 0 ? scalars[y->sc_slot[i]] : y->sc[i];
 }
 
+static int ref_ran; /* run_kernel's span says whether its kernel fell back (one executing thread) */
+
 static void run_ref(const exec_graph *g, const gnode *y, void *const *ptr, const double *scalars, void *out,
                     ref_arg *args) {
+    ref_ran = 1;
     for (int i = 0; i < y->nin; i++) {
         const gnode *x = &g->nodes[y->in[i]];
         args[i] = (ref_arg){ptr[i], (lt_dtype)x->dtype, x->ndim, x->shape, x->numel};
@@ -365,6 +372,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
     if (y->numel == 0) return; /* every output of a kernel has its node's shape: nothing to write */
     size_t es = dtype_size((lt_dtype)y->dtype);
     uint64_t kt0 = prof_kernel_begin(); /* LT_TRACE_KERNELS: one span per kernel, named by its last op */
+    ref_ran = 0;
     switch ((enum kernel_kind)kn->kind) {
     case K_FUSED: {
         const tprog *p = kn->prog;
@@ -429,6 +437,10 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
     case K_REF: {
         const cpu_dnnl *lib = e->run_lib[kn - e->k];
         if (lib && cpu_dnnl_run(lib, rp, wp[0], e->lib_scratch) == 0) break;
+        if (kn->trans) { /* a bfloat16 matmul reading a transposed operand (fuse.c) */
+            matmul_2d_plain(g, y, rp, kn->trans, wp[0]);
+            break;
+        }
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
         if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, kn->views, (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0)
@@ -442,7 +454,7 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
     }
     }
     char span_args[192];
-    if (LT_UNLIKELY(g_prof_kernels)) kernel_args(span_args, sizeof span_args, g, kn, y);
+    if (LT_UNLIKELY(g_prof_kernels)) kernel_args(span_args, sizeof span_args, g, kn, y, ref_ran);
     prof_kernel_end(kn->kind == K_BN_ACT                          ? "BN_APPLY_RELU"
                     : kn->kind == K_BN_BWD && kn->nread > y->nin ? "BN_BWD_RELU"
                                                                  : g_ops[y->op].name,

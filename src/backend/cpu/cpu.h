@@ -14,6 +14,16 @@
 #define TILE 128
 #define TILE_MAX_REGS 64
 
+/* Element i of a float32 or (bf16) bfloat16 array; and v stored there
+ * (rounded to nearest even): the kernels that take either dtype. */
+static inline float ld_act(const void *p, int bf16, int64_t i) {
+    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static inline void st_act(void *p, int bf16, int64_t i, float v) {
+    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
+    else ((float *)p)[i] = v;
+}
+
 /* ---- tile programs (tile.c) ---- */
 enum load_mode { LOAD_SAME, LOAD_SCALAR, LOAD_GENERAL };
 
@@ -95,7 +105,7 @@ typedef struct kernel {
     uint8_t *inplace_ok; /* per read: may an output share its memory? */
     uint8_t blocked; /* batch norm, max pooling: its activations are channel-blocked (layout.c) */
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
-    uint8_t trans;   /* K_MATMUL: bit i set, read[i] is the matrix that operand i transposes (fuse.c) */
+    uint8_t trans;   /* K_MATMUL, a bfloat16 MATMUL: bit i, read[i] is the matrix operand i transposes (fuse.c) */
     uint8_t views;   /* K_REF attention: bit i set, read[i] is the base that operand i (an AS_STRIDED) views */
 } kernel;
 
@@ -182,10 +192,12 @@ int cpu_dnnl_has_sgemm(void);
 /* A library op (conv2d and its backward ops, avg pooling and its
  * backward, linear; bfloat16 matmul) prepared at compile time: its oneDNN primitive and the
  * reorders to and from our plain layouts. NULL: not covered (dtype, op,
- * geometry, or no oneDNN). Run reads in[] (the node's operands), writes out,
- * and uses cpu_dnnl_scratch(d) bytes of scratch for blocked copies. */
+ * geometry, or no oneDNN). Run reads in[] (the node's operands; a bfloat16
+ * matmul's, the matrices they transpose where trans, the kernel's bits, says
+ * so), writes out, and uses cpu_dnnl_scratch(d) bytes of scratch for blocked
+ * copies. */
 typedef struct cpu_dnnl cpu_dnnl;
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk);
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans);
 /* Will cpu_dnnl_new make a conv primitive for y (oneDNN present, float32)?
  * blk[v]: value v is channel-blocked (layout.c); the conv then reads or
  * writes it as nChw16c. */
@@ -206,9 +218,14 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
 /* The scratch bytes cpu_nn_run wants for y with this many threads (the
  * executable's library scratch holds the largest). */
 size_t cpu_nn_scratch(const exec_graph *g, const gnode *y);
-/* The transformer ops (transformer.c), float32: layer norm and its backward
- * ops, GRAD_NORM. */
+/* The transformer ops (transformer.c): layer norm and its backward ops
+ * (cpu_ln_ok's dtypes), GRAD_NORM (float32). */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* Does layer-norm node y (LAYER_NORM, LN_BWD_INPUT, LN_BWD_PARAMS) run on
+ * the kernels of transformer.c? Its activations (x, and g for the backward
+ * ops; the output of x's shape) all float32 or all bfloat16, the
+ * parameters and LN_BWD_PARAMS's sums float32. */
+int cpu_ln_ok(const exec_graph *g, const gnode *y);
 /* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
  * buffer; -1 for head dims it does not take (the reference runs). */
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
@@ -221,9 +238,10 @@ size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
 /* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64
  * targets; -1 for other dtypes (the reference runs). */
 int cpu_cross_entropy_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
-/* AS_STRIDED_BACKWARD (strided_grad.c), float32 g (gn) into out (y's
- * shape): 0 if done, -1 if the window overlaps itself (the reference runs). */
-int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out);
+/* AS_STRIDED_BACKWARD (strided_grad.c), float32 or bfloat16 g (gn) into
+ * out (y's shape and dtype): 0 if done, -1 if the window overlaps itself
+ * (the reference runs). */
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void *out);
 /* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
  * mean and biased variance of each, bit for bit the reference's
  * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */

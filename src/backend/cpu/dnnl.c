@@ -560,15 +560,17 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
 /* LINEAR (x (..., K), w (O, K)[, bias (O)]) and MATMUL (a (..., K), b (K,
  * N)) on bfloat16, as one (M, K) @ (K, N) matmul primitive (accumulating
  * in float32; oneDNN's avx512_core_bf16 kernels): the leading dims of x or
- * a are rows of one matrix; w is read transposed in place ('ba'). */
-static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
+ * a are rows of one matrix; w is read transposed in place ('ba'). trans
+ * (2-D MATMUL, fuse.c): bit i, operand i is read as the transpose of the
+ * matrix the kernel reads (a weight gradient g^T x without the copy of g^T). */
+static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int trans) {
     const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
     int lin = y->op == LT_OP_LINEAR, bias = lin && y->nin == 3;
     int64_t K = a->shape[a->ndim - 1], N = lin ? b->shape[0] : b->shape[1], M = a->numel / K;
     dnnl_memory_desc_t am, bm, cm, biasm;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, bsd = {1, N};
-    dnnl_memory_desc_init_by_tag(&am, 2, ad, dnnl_bf16, dnnl_ab);
-    dnnl_memory_desc_init_by_tag(&bm, 2, bd, dnnl_bf16, lin ? dnnl_ba : dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&am, 2, ad, dnnl_bf16, trans & 1 ? dnnl_ba : dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&bm, 2, bd, dnnl_bf16, lin || trans & 2 ? dnnl_ba : dnnl_ab);
     dnnl_memory_desc_init_by_tag(&cm, 2, cd, dnnl_bf16, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&biasm, 2, bsd, dnnl_bf16, dnnl_ab);
     dnnl_matmul_desc_t md;
@@ -633,7 +635,7 @@ int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
     return conv && all_float(g, y) && dnnl_ready();
 }
 
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans) {
     if (!all_float(g, y)) return NULL;
     int kind, bf16 = y->dtype == LT_BF16;
     switch (y->op) {
@@ -664,7 +666,7 @@ cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) 
         rc = conv_new(d, g, y, blk, wino_shape(g, y) ? dnnl_convolution_auto : dnnl_convolution_direct);
         if (rc == 0 && d->wino) rc = wino_exact(d, g, y, blk);
     } else if (y->op == LT_OP_LINEAR || y->op == LT_OP_MATMUL) {
-        rc = matmul_new(d, g, y);
+        rc = matmul_new(d, g, y, trans);
     } else {
         rc = pool_new(d, g, y);
     }
@@ -791,8 +793,8 @@ int cpu_dnnl_matmul(const gnode *y, const gnode *a, const gnode *b, const void *
     (void)y, (void)a, (void)b, (void)A, (void)B, (void)C, (void)trans;
     return -1;
 }
-cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk) {
-    (void)g, (void)y, (void)blk;
+cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans) {
+    (void)g, (void)y, (void)blk, (void)trans;
     return NULL;
 }
 int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {

@@ -455,11 +455,11 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
-/* Is value v a 2-D float32 transpose of a contiguous matrix, made by a
- * K_STRIDED kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
+/* Is value v a 2-D transpose of a contiguous matrix, made by a K_STRIDED
+ * kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
 static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_t *made_by, int32_t v) {
     const gnode *y = &g->nodes[v];
-    if (y->op != LT_OP_AS_STRIDED || y->ndim != 2 || y->dtype != LT_F32 || made_by[v] < 0 ||
+    if (y->op != LT_OP_AS_STRIDED || y->ndim != 2 || made_by[v] < 0 ||
         ks[made_by[v]].kind != K_STRIDED)
         return -1;
     if (y->ia[0] != 1 || y->ia[1] != y->shape[0] || y->ia[2] != 0 || y->shape[0] < 2 || y->shape[1] < 2) return -1;
@@ -470,29 +470,28 @@ static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_
  * strided copy made of it, and the kernel's bit for that read; -1 if none.
  * A 2-D matmul of a transposed matrix (a linear layer's weight gradient,
  * g^T x) reads the matrix itself and lets the GEMM transpose it: the copy
- * is a strided pass over a large activation gradient. Attention reads its
- * q, k, v (and the backward its output gradient) through their views: the
- * heads of a GPT's qkv projection are strided windows of it, and their
- * copies (eight of 6 MB per layer and step) cost more than the kernel's
- * own passes over them. */
+ * is a strided pass over a large activation gradient (float32: K_MATMUL,
+ * dnnl_sgemm's transpose flags; bfloat16: oneDNN's matmul primitive reads
+ * a 'ba' operand, dnnl.c's matmul_new). Attention reads its q, k, v (and
+ * the backward its output gradient) through their views: the heads of a
+ * GPT's qkv projection are strided windows of it, and their copies (eight
+ * of 6 MB per layer and step) cost more than the kernel's own passes over
+ * them. */
 static int32_t read_through(const exec_graph *g, const kernel *ks, const int32_t *made_by, kernel *kn, int i,
                             uint8_t **bits) {
     int32_t v = kn->read[i];
-    if (kn->kind == K_MATMUL) {
-        const gnode *y = &g->nodes[kn->node];
+    if (kn->kind != K_MATMUL && kn->kind != K_REF) return -1;
+    const gnode *y = &g->nodes[kn->node];
+    if (kn->kind == K_MATMUL || (y->op == LT_OP_MATMUL && y->dtype == LT_BF16)) {
         if (i >= 2 || !cpu_dnnl_has_sgemm() || g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) return -1;
         *bits = &kn->trans;
         return transposed_of(g, ks, made_by, v);
     }
-    if (kn->kind == K_REF) {
-        const gnode *y = &g->nodes[kn->node];
-        if ((y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD) || i >= (y->op == LT_OP_ATTENTION ? 3 : 4) ||
-            made_by[v] < 0 || ks[made_by[v]].kind != K_STRIDED || !cpu_attention_view_ok(g, y, i))
-            return -1;
-        *bits = &kn->views;
-        return g->nodes[v].in[0];
-    }
-    return -1;
+    if ((y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD) || i >= (y->op == LT_OP_ATTENTION ? 3 : 4) ||
+        made_by[v] < 0 || ks[made_by[v]].kind != K_STRIDED || !cpu_attention_view_ok(g, y, i))
+        return -1;
+    *bits = &kn->views;
+    return g->nodes[v].in[0];
 }
 
 /* Kernels read bases in place (read_through); a strided copy is dropped

@@ -14,16 +14,6 @@
 
 /* ---- pooling ---- */
 
-/* Element i of a float32 or (bf16) bfloat16 array; and v stored there
- * (rounded to nearest even). */
-static inline float ld_act(const void *p, int bf16, int64_t i) {
-    return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-static inline void st_act(void *p, int bf16, int64_t i, float v) {
-    if (bf16) ((uint16_t *)p)[i] = bf16_from_f32(v);
-    else ((float *)p)[i] = v;
-}
-
 /* The first maximum in row-major order, a NaN wins: ref_nn_pool.c's rule.
  * x: one plane; ia [kH, kW, sH, sW, pH, pW]. */
 static int64_t argmax_win(const void *x, int bf16, const int64_t *ia, int64_t H, int64_t W, int64_t oh, int64_t ow) {
@@ -267,7 +257,9 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     const gnode *a0 = &g->nodes[y->in[0]];
     if (y->op == LT_OP_CROSS_ENTROPY || y->op == LT_OP_CROSS_ENTROPY_BWD) /* int64 targets: checks its own dtypes */
         return cpu_cross_entropy_run(g, y, in, sc, out);
-    if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y)) { /* else float32 or bfloat16 activations */
+    int as_bwd_bf16 = y->op == LT_OP_AS_STRIDED_BACKWARD && y->dtype == LT_BF16 && a0->dtype == LT_BF16;
+    /* else float32 or bfloat16 activations */
+    if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y) && !cpu_ln_ok(g, y) && !as_bwd_bf16) {
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
             if (g->nodes[y->in[i]].dtype != LT_F32) return -1;

@@ -1,4 +1,5 @@
-/* Fast reductions (DESIGN 6): SUM/MEAN/MAX/MIN over float32/float64 for any
+/* Fast reductions (DESIGN 6): SUM/MEAN/MAX/MIN over float32/float64 (and
+ * bfloat16) for any
  * axis set whose input, with size-1 dims dropped and neighbours merged, is
  * (K0, R1, K1, L) with R1 and L reduced (sum over all; over trailing dims;
  * over leading dims; NCHW per channel is (1, N, C, HW)), and ARGMAX/ARGMIN
@@ -12,7 +13,51 @@
 #define BODY "reduce_body.h"
 #include "isa_copies.h"
 
+/* bfloat16 (autocast's bias gradients are sums of bfloat16 activation
+ * gradients): SUM/MEAN/MAX/MIN only, each element widened to float, sums
+ * in double rounded once, as the reference does. One portable copy: the
+ * loops are bound by memory, not by the instruction set. */
+static double sum_bf16(const void *x_, int64_t n) {
+    const uint16_t *x = x_;
+    double s = 0;
+    OMP_SIMD_SUM(s)
+    for (int64_t i = 0; i < n; i++) s += (double)bf16_to_f32(x[i]);
+    return s;
+}
+
+static double max_bf16(const void *x_, int64_t n, double sd) {
+    const uint16_t *x = x_;
+    float m = -INFINITY, s = (float)sd;
+    int nan = 0;
+    OMP_SIMD_MAX(m, nan)
+    for (int64_t i = 0; i < n; i++) {
+        float v = s * bf16_to_f32(x[i]);
+        m = v > m ? v : m;
+        nan |= v != v;
+    }
+    return nan ? (double)NAN : (double)m;
+}
+
+static void csum_bf16(double *restrict acc, const void *x_, int64_t n, int64_t rows, int64_t ld) {
+    const uint16_t *restrict x = x_;
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * ld;
+        OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)bf16_to_f32(xr[i]);
+    }
+}
+
+static void cmax_bf16(double *restrict acc, const void *x_, int64_t n, double s) {
+    const uint16_t *restrict x = x_;
+    OMP_SIMD for (int64_t i = 0; i < n; i++) {
+        double v = s * (double)bf16_to_f32(x[i]), a = acc[i];
+        acc[i] = a == a && (v > a || v != v) ? v : a;
+    }
+}
+
+static const rkern kern_bf16 = {sum_bf16, max_bf16, csum_bf16, cmax_bf16, NULL, NULL, NULL};
+
 const rkern *cpu_rkern(int dtype) {
+    if (dtype == LT_BF16) return &kern_bf16;
     int f = dtype == LT_F32;
 #ifdef HAVE_ISA
     switch (core_isa()) {
@@ -54,13 +99,17 @@ static int is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
 
 static void put(void *out, int dt, int64_t i, double v) {
     if (dt == LT_F32) ((float *)out)[i] = (float)v;
+    else if (dt == LT_BF16) ((uint16_t *)out)[i] = bf16_from_f32((float)v); /* the reference's st_f: via float */
     else ((double *)out)[i] = v;
 }
 
 int cpu_reduce_ok(const gnode *y, const gnode *x) {
     form f;
     switch (y->op) {
-    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN: case LT_OP_VAR: case LT_OP_STD:
+    case LT_OP_SUM: case LT_OP_MEAN: case LT_OP_MAX: case LT_OP_MIN:
+        if (x->dtype == LT_BF16 && y->dtype == LT_BF16) return x->numel > 0 && !canon(x, (uint64_t)y->ia[0], &f);
+        /* fall through */
+    case LT_OP_VAR: case LT_OP_STD:
         return is_float(x->dtype) && y->dtype == x->dtype && x->numel > 0 && !canon(x, (uint64_t)y->ia[0], &f);
     case LT_OP_ARGMAX: case LT_OP_ARGMIN:
         return is_float(x->dtype) && y->dtype == LT_I64 && x->numel > 0;
@@ -243,7 +292,7 @@ static void var(const gnode *y, const gnode *x, const char *xp, const form *f, v
 int cpu_reduce_run(const gnode *y, const gnode *x, const void *in, void *out, const double *sc) {
     if (y->op == LT_OP_SOFTMAX || y->op == LT_OP_LOG_SOFTMAX) return cpu_softmax_run(y, x, in, out);
     const rkern *k = cpu_rkern(x->dtype);
-    size_t es = x->dtype == LT_F32 ? 4 : 8;
+    size_t es = dtype_size((lt_dtype)x->dtype);
     if (y->op == LT_OP_ARGMAX || y->op == LT_OP_ARGMIN) {
         argreduce(k, y, x, in, es, out);
         return 0;

@@ -1,5 +1,5 @@
-/* AS_STRIDED_BACKWARD on float32 when the window is one-to-one (slices,
- * transposes, selects, narrows: every view autograd meets in a transformer,
+/* AS_STRIDED_BACKWARD on float32 or bfloat16 when the window is
+ * one-to-one (slices, transposes, selects, narrows: every view autograd meets in a transformer,
  * such as q, k and v cut out of one qkv projection): zeros, then each
  * element added at its offset. No offset is hit twice, so the float sum
  * 0 + g is the reference's double sum rounded, and rows run in parallel.
@@ -29,14 +29,15 @@ static int one_to_one(int nd, const int64_t *shape, const int64_t *str) {
     return 1;
 }
 
-int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, float *out) {
-    int nd = gn->ndim;
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void *out) {
+    int nd = gn->ndim, bf16 = y->dtype == LT_BF16;
     const int64_t *str = y->ia, *shape = gn->shape;
+    size_t es = bf16 ? 2 : 4;
     if (!one_to_one(nd, shape, str)) return -1;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < y->numel; i += 4096) {
+    for (int64_t i = 0; i < y->numel; i += 4096) { /* zero bits: +0 in both dtypes */
         int64_t n = y->numel - i < 4096 ? y->numel - i : 4096;
-        memset(out + i, 0, (size_t)n * sizeof *out);
+        memset((char *)out + (size_t)i * es, 0, (size_t)n * es);
     }
     if (gn->numel == 0) return 0;
     int64_t inner = nd ? shape[nd - 1] : 1, s = nd ? str[nd - 1] : 1, rows = gn->numel / inner;
@@ -47,8 +48,14 @@ int cpu_as_strided_backward(const gnode *y, const gnode *gn, const float *g, flo
             off += q % shape[d] * str[d];
             q /= shape[d];
         }
-        const float *c = g + r * inner;
-        float *w = out + off;
+        if (bf16) { /* 0 + g in float, rounded: the reference's sum of one term (a -0 becomes +0) */
+            const uint16_t *c = (const uint16_t *)g + r * inner;
+            uint16_t *w = (uint16_t *)out + off;
+            for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(0.0f + bf16_to_f32(c[j]));
+            continue;
+        }
+        const float *c = (const float *)g + r * inner;
+        float *w = (float *)out + off;
         if (s == 1) {
             for (int64_t j = 0; j < inner; j++) w[j] += c[j];
         } else {

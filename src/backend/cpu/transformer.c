@@ -1,13 +1,18 @@
-/* Fast float32 kernels of the transformer ops (issue 16): layer norm and
- * its backward ops, the total norm (attention: attention.c). Same
- * semantics as src/backend/ref/ref_nn_transformer.c. */
+/* Fast kernels of the transformer ops (issue 16): layer norm and its
+ * backward ops, the total norm (attention: attention.c). Same semantics as
+ * src/backend/ref/ref_nn_transformer.c. Layer norm's activations (x, g and
+ * the output of x's shape) are float32, or bfloat16 with float32
+ * parameters (autocast's mixed layer norm): bfloat16 rows are widened into
+ * a per-thread float buffer, CPU_LN_ROWS at a time, and every loop below
+ * runs in float32 as for float32 input; results are rounded once. */
 #include "cpu.h"
 
 #include "../ref/ref_nn.h"
+#include "simd.h"
 
 #include <math.h>
 
-/* ---- layer norm: rows of `inner` contiguous floats ---- */
+/* ---- layer norm: rows of `inner` contiguous values ---- */
 
 static int64_t ln_inner(const gnode *x, int64_t nnorm) {
     int64_t inner = 1;
@@ -15,49 +20,101 @@ static int64_t ln_inner(const gnode *x, int64_t nnorm) {
     return inner;
 }
 
-/* Mean and rstd of rows [r0, r0 + nr), nr <= CPU_LN_ROWS, as PyTorch
- * computes them, in float (ln_moments.c: a row holding 1e30 is NaN there). */
-static int ln_stats(const float *x, int64_t r0, int64_t rows, int64_t n, double eps, float *m, float *rstd) {
-    int nr = rows - r0 < CPU_LN_ROWS ? (int)(rows - r0) : CPU_LN_ROWS;
-    float var[CPU_LN_ROWS];
-    cpu_ln_moments(x + r0 * n, nr, n, m, var);
-    for (int q = 0; q < nr; q++) rstd[q] = 1.0f / sqrtf(var[q] + (float)eps);
-    return nr;
+/* Per-thread float rows for bfloat16 activations: x's CPU_LN_ROWS rows,
+ * g's, and one output row (3 blocks). NULL for float32 (none needed) or
+ * out of memory (*oom set: the reference runs). */
+#define LN_BUF_ROWS (2 * CPU_LN_ROWS + 1)
+static float *ln_buf(int bf16, int64_t n, int *oom) {
+    *oom = 0;
+    if (!bf16) return NULL;
+    float *b = core_malloc((size_t)NUM_THREADS() * LN_BUF_ROWS * (size_t)n * sizeof *b);
+    *oom = !b;
+    return b;
+}
+static float *ln_mine(float *buf, int64_t n) {
+    return buf ? buf + (size_t)THREAD_NUM() * LN_BUF_ROWS * (size_t)n : NULL;
 }
 
+/* The thread's block for g's rows (after x's), NULL for float32. */
+static float *ln_gbuf(float *mine, int64_t n) { return mine ? mine + CPU_LN_ROWS * n : NULL; }
+
+/* Rows [r0, r0 + nr) of a as floats: a itself (float32), or widened into
+ * tmp (bfloat16). */
+static const float *ln_rows(const void *a, float *tmp, int64_t r0, int nr, int64_t n) {
+    if (!tmp) return (const float *)a + r0 * n;
+    const uint16_t *h = (const uint16_t *)a + r0 * n;
+    OMP_SIMD for (int64_t i = 0; i < nr * n; i++) tmp[i] = bf16_to_f32(h[i]);
+    return tmp;
+}
+
+/* Row r's output: out itself (float32), or the buffer's output row, stored by ln_put. */
+static float *ln_out(void *out, float *buf, int64_t r, int64_t n) {
+    return buf ? buf + 2 * CPU_LN_ROWS * n : (float *)out + r * n;
+}
+static void ln_put(void *out, const float *buf, int64_t r, int64_t n) {
+    if (!buf) return;
+    const float *o = buf + 2 * CPU_LN_ROWS * n;
+    uint16_t *h = (uint16_t *)out + r * n;
+    for (int64_t k = 0; k < n; k++) h[k] = bf16_from_f32(o[k]);
+}
+
+/* Mean and rstd of the nr <= CPU_LN_ROWS rows at x, as PyTorch computes
+ * them, in float (ln_moments.c: a row holding 1e30 is NaN there). */
+static void ln_stats(const float *x, int nr, int64_t n, double eps, float *m, float *rstd) {
+    float var[CPU_LN_ROWS];
+    cpu_ln_moments(x, nr, n, m, var);
+    for (int q = 0; q < nr; q++) rstd[q] = 1.0f / sqrtf(var[q] + (float)eps);
+}
+
+static int ln_block(int64_t r0, int64_t rows) { return rows - r0 < CPU_LN_ROWS ? (int)(rows - r0) : CPU_LN_ROWS; }
+
 /* LAYER_NORM (x[, w][, b]) ia [nnorm, has_w, has_b] */
-static void layer_norm(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
-    const float *x = in[0], *w = y->ia[1] ? in[1] : NULL, *b = y->ia[2] ? in[1 + (y->ia[1] != 0)] : NULL;
+static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
+    const float *w = y->ia[1] ? in[1] : NULL, *b = y->ia[2] ? in[1 + (y->ia[1] != 0)] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
+    int oom;
+    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    if (oom) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
-        float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
-        int nr = ln_stats(x, r0, rows, n, eps, m, rs);
+        float m[CPU_LN_ROWS], rs[CPU_LN_ROWS], *mine = ln_mine(buf, n);
+        int nr = ln_block(r0, rows);
+        const float *x = ln_rows(in[0], mine, r0, nr, n);
+        ln_stats(x, nr, n, eps, m, rs);
         for (int q = 0; q < nr; q++) {
-            const float *xr = x + (r0 + q) * n;
-            float *o = out + (r0 + q) * n, a = rs[q], bias = -a * m[q]; /* PyTorch's form: x rstd + (-rstd mean) */
+            const float *xr = x + q * n;
+            /* PyTorch's form: x rstd + (-rstd mean) */
+            float *o = ln_out(out, mine, r0 + q, n), a = rs[q], bias = -a * m[q];
             if (w && b) { /* the common case, a loop without branches */
 #pragma omp simd
                 for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * w[k] + b[k];
             } else {
                 for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
             }
+            ln_put(out, mine, r0 + q, n);
         }
     }
+    core_free(buf);
+    return 0;
 }
 
 /* LN_BWD_INPUT (g, x[, w]) ia [nnorm, has_w]: the reference's centred form
  * (ref_ln_bwd_input says why), its sums and the centring in double. */
-static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
-    const float *g = in[0], *x = in[1], *w = y->ia[1] ? in[2] : NULL;
+static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
+    const float *w = y->ia[1] ? in[2] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
+    int oom;
+    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    if (oom) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
-        float ms[CPU_LN_ROWS], as[CPU_LN_ROWS];
-        int nr = ln_stats(x, r0, rows, n, eps, ms, as);
+        float ms[CPU_LN_ROWS], as[CPU_LN_ROWS], *mine = ln_mine(buf, n);
+        int nr = ln_block(r0, rows);
+        const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
+        ln_stats(x, nr, n, eps, ms, as);
         for (int q = 0; q < nr; q++) {
-            const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
-            float *o = out + (r0 + q) * n;
+            const float *xr = x + q * n, *gr = g + q * n;
+            float *o = ln_out(out, mine, r0 + q, n);
             double a = as[q], mu = 0, db = 0, ds = 0;
             if (w) { /* o holds w * g first: the loops stay free of branches */
 #pragma omp simd
@@ -77,29 +134,39 @@ static void ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, doubl
             if (!isfinite(ds) || !isfinite(db)) b = c = NAN; /* an inf g makes its row NaN, as in PyTorch */
 #pragma omp simd
             for (int64_t k = 0; k < n; k++) o[k] = (float)(a * o[k] + b * (xr[k] - mu) + c);
+            ln_put(out, mine, r0 + q, n);
         }
     }
+    core_free(buf);
+    return 0;
 }
 
-/* LN_BWD_PARAMS (g, x) ia [nnorm] -> (2, inner): per-chunk partial sums in
- * double, added in chunk order (the same result for any thread count).
- * -1 without memory for them (nothing written: the reference runs). */
+/* LN_BWD_PARAMS (g, x) ia [nnorm] -> (2, inner), float32: per-chunk partial
+ * sums in double, added in chunk order (the same result for any thread
+ * count). -1 without memory for them (nothing written: the reference runs). */
 #define LN_CHUNKS 32
 static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
-    const float *g = in[0], *x = in[1];
     int64_t n = ln_inner(xn, y->ia[0]), rows = n ? xn->numel / n : 0;
-    double *part = core_calloc((size_t)(LN_CHUNKS * 2 * n), sizeof *part);
-    if (!part) return -1;
+    int oom;
+    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    double *part = oom ? NULL : core_calloc((size_t)(LN_CHUNKS * 2 * n), sizeof *part);
+    if (!part) {
+        core_free(buf);
+        return -1;
+    }
     int64_t per = (rows + LN_CHUNKS - 1) / LN_CHUNKS;
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < LN_CHUNKS; c++) {
         double *pw = part + (size_t)c * 2 * (size_t)n, *pb = pw + n;
         int64_t r1 = (c + 1) * per < rows ? (c + 1) * per : rows;
+        float *mine = ln_mine(buf, n);
         for (int64_t r0 = c * per; r0 < r1; r0 += CPU_LN_ROWS) {
             float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
-            int nr = ln_stats(x, r0, r1, n, eps, m, rs);
+            int nr = ln_block(r0, r1);
+            const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
+            ln_stats(x, nr, n, eps, m, rs);
             for (int q = 0; q < nr; q++) {
-                const float *xr = x + (r0 + q) * n, *gr = g + (r0 + q) * n;
+                const float *xr = x + q * n, *gr = g + q * n;
                 float a = rs[q], bias = -a * m[q];
                 for (int64_t k = 0; k < n; k++) { /* x a + bias with one rounding (fmaf), as the reference's ln_xhat */
                     float xh = (float)((double)xr[k] * a + bias);
@@ -115,6 +182,7 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
         out[k] = (float)s;
     }
     core_free(part);
+    core_free(buf);
     return 0;
 }
 
@@ -137,11 +205,21 @@ static void grad_norm(const exec_graph *g, const gnode *y, void *const *in, floa
 
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out) {
     const gnode *x = &g->nodes[y->in[0]];
-    switch (y->op) { /* float32 operands (cpu_nn_run checked) */
-    case LT_OP_LAYER_NORM: layer_norm(y, x, in, sc[0], out); return 0;
-    case LT_OP_LN_BWD_INPUT: ln_bwd_input(y, &g->nodes[y->in[1]], in, sc[0], out); return 0;
+    switch (y->op) { /* cpu_ln_ok's dtypes, or float32 throughout (GRAD_NORM); cpu_nn_run checked */
+    case LT_OP_LAYER_NORM: return layer_norm(y, x, in, sc[0], out);
+    case LT_OP_LN_BWD_INPUT: return ln_bwd_input(y, &g->nodes[y->in[1]], in, sc[0], out);
     case LT_OP_LN_BWD_PARAMS: return ln_bwd_params(y, &g->nodes[y->in[1]], in, sc[0], out);
     case LT_OP_GRAD_NORM: grad_norm(g, y, in, out); return 0;
     default: return -1;
     }
+}
+
+int cpu_ln_ok(const exec_graph *g, const gnode *y) {
+    int nact = y->op == LT_OP_LAYER_NORM ? 1 : y->op == LT_OP_LN_BWD_INPUT || y->op == LT_OP_LN_BWD_PARAMS ? 2 : 0;
+    if (!nact) return 0;
+    int act = g->nodes[y->in[0]].dtype;
+    if (act != LT_F32 && act != LT_BF16) return 0;
+    for (int i = 0; i < y->nin; i++)
+        if (g->nodes[y->in[i]].dtype != (i < nact ? act : LT_F32)) return 0;
+    return y->dtype == (y->op == LT_OP_LN_BWD_PARAMS ? LT_F32 : act);
 }
