@@ -85,6 +85,7 @@ static float *take(float **next, int64_t n) {
     return p;
 }
 
+#define AT_IDX(...) __VA_ARGS__ /* a shuffle's lane list as one macro argument */
 #define ISA_EACH "attention_body.h"
 #include "isa_copies.h"
 

@@ -79,34 +79,33 @@ static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const float *A, 
 /* kt (Dp rows of Tp) = x^T (x: T rows of ld >= Dp floats), zero past T:
  * 16 x 16 blocks transposed in registers, four rounds of two-source
  * shuffles (round b pairs rows i and i + b and swaps their off-diagonal
- * b x b blocks). */
+ * b x b blocks). __builtin_shufflevector: gcc 12 and clang. */
+#define AT_ROUND(B, LO, HI)                                                                                            \
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) {                                                           \
+        if (i & (B)) continue;                                                                                         \
+        v16 u = r[i], w = r[i + (B)];                                                                                  \
+        r[i] = __builtin_shufflevector(u, w, LO);                                                                      \
+        r[i + (B)] = __builtin_shufflevector(u, w, HI);                                                                \
+    }
 static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, int64_t Tp, float *kt) {
-    static const vi16 lo[4] = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-                               {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-                               {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-                               {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
-    static const vi16 hi[4] = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
-                               {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-                               {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-                               {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
     for (int64_t j0 = 0; j0 < Tp; j0 += 16)
         for (int64_t c0 = 0; c0 < Dp; c0 += 16) {
             v16 r[16];
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) r[i] = j0 + i < T ? V16(x + (j0 + i) * ld + c0) : (v16){0};
-#pragma GCC unroll 4
-            for (int s = 0, b = 8; s < 4; s++, b /= 2)
-#pragma GCC unroll 16
-                for (int i = 0; i < 16; i++) {
-                    if (i & b) continue;
-                    v16 u = r[i], w = r[i + b];
-                    r[i] = __builtin_shuffle(u, w, lo[s]);
-                    r[i + b] = __builtin_shuffle(u, w, hi[s]);
-                }
+            AT_ROUND(8, AT_IDX(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                     AT_IDX(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31))
+            AT_ROUND(4, AT_IDX(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
+                     AT_IDX(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31))
+            AT_ROUND(2, AT_IDX(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+                     AT_IDX(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31))
+            AT_ROUND(1, AT_IDX(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+                     AT_IDX(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31))
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) V16(kt + (c0 + i) * Tp + j0) = r[i];
         }
 }
+#undef AT_ROUND
 
 /* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
  * into p, copies and buffers in mem (prob_floats(a) floats). */
