@@ -4,7 +4,7 @@
  *
  * Every product of the kernels is one small matrix product, C (m x 16 nv)
  * += A (m x k) B (k x 16 nv), in a register-blocked loop (mk below): up to
- * 4 rows of C by 4 vectors of 16, each element of A broadcast against a
+ * MR rows of C by 4 vectors of 16, each element of A broadcast against a
  * row of B. A is read through two strides, so a tile and its transpose are
  * both an A. B's rows are 16-float multiples: the head dim is padded to Dp
  * (the problem's operands copied when D is not a multiple of 16), and the
@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
             if (r < mr && v < nv) V16(C + r * ldc + 16 * v) = c[r][v];
 }
 
-#define AT_MK(MR, NV) AT_FN(mk)(MR, NV, add, k, a, ars, acs, b, ldb, c, ldc)
+#define AT_MK(R, NV) AT_FN(mk)(R, NV, add, k, a, ars, acs, b, ldb, c, ldc)
 #define AT_MK_ROWS(NV)                                                                                                 \
     switch (mr) {                                                                                                      \
     case 6: AT_MK(6, NV); break;                                                                                       \
