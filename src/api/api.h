@@ -35,6 +35,17 @@ void api_after_op(const char *fn, lt_tensor *result, uint64_t nodes_before);
             api_after_op((fn), (result), api_nodes0_);                                   \
     } while (0)
 
+/* The end of an op whose one tensor operand is a: node n (NULL: its error
+ * is set) as a new handle, recorded for autograd; NULL on error. */
+static inline lt_tensor *api_new_of(ir_node *n, lt_tensor *a) {
+    lt_tensor *t = n ? func_new(n) : NULL;
+    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
+        lt_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 /* Checks a tensor argument: NULL propagates (the first error stays), a freed
  * handle is reported. Returns 0 if usable. */
 static inline int api_check(const char *fn, const char *arg, const lt_tensor *t) {

@@ -264,11 +264,7 @@ lt_tensor *lt_to_dtype(lt_tensor *a, lt_dtype dtype) {
     ir_node *v = func_value(a);
     if (!v) return NULL;
     ir_node *n = ir_new(LT_OP_CAST, dtype, a->ndim, a->shape, 1, &v, 0, NULL, 0, NULL);
-    lt_tensor *t = n ? func_new(n) : NULL;
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE("lt_to_dtype", t);
     return t;
 }

@@ -55,11 +55,7 @@ static lt_tensor *reduce(const char *fn, int op, lt_tensor *a, int naxes, const 
     int64_t ia[2] = {(int64_t)mask, keepdim};
     int nsc = op == LT_OP_VAR || op == LT_OP_STD; /* the correction */
     ir_node *n = ir_new(op, od, nd, shape, 1, &v, 2, ia, nsc, &corr);
-    lt_tensor *t = finish(fn, n);
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE(fn, t);
     return t;
 }
@@ -94,11 +90,7 @@ lt_tensor *lt_cumsum(lt_tensor *a, int dim, bool reverse) {
     if (!v) return NULL;
     int64_t ia[2] = {a->ndim ? d : 0, reverse};
     ir_node *n = ir_new(LT_OP_CUMSUM, od, a->ndim, a->shape, 1, &v, 2, ia, 0, NULL);
-    lt_tensor *t = finish("lt_cumsum", n);
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE("lt_cumsum", t);
     return t;
 }
@@ -141,11 +133,7 @@ static lt_tensor *softmax(const char *fn, int op, lt_tensor *a, int dim) {
     if (!v) return NULL;
     int64_t ia[1] = {a->ndim ? d : 0};
     ir_node *n = ir_new(op, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL);
-    lt_tensor *t = finish(fn, n);
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE(fn, t);
     return t;
 }

@@ -81,11 +81,7 @@ lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims) {
     if (!v) return NULL;
     int64_t ia[1] = {(int64_t)mask};
     ir_node *n = ir_new(LT_OP_FLIP, (lt_dtype)a->dtype, a->ndim, a->shape, 1, &v, 1, ia, 0, NULL);
-    lt_tensor *t = n ? func_new(n) : NULL;
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE("lt_flip", t);
     return t;
 }

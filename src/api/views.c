@@ -78,11 +78,7 @@ lt_tensor *lt_reshape(lt_tensor *a, int ndim, const int64_t *shape) {
     shape_contig_strides(ndim, ns, ia);
     ia[ndim] = 0;
     ir_node *n = ir_new(LT_OP_AS_STRIDED, (lt_dtype)a->dtype, ndim, ns, 1, &v, ndim + 1, ia, 0, NULL);
-    lt_tensor *t = n ? func_new(n) : NULL;
-    if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 1, &a, t)) {
-        lt_free(t);
-        return NULL;
-    }
+    lt_tensor *t = api_new_of(n, a);
     API_LEAVE("lt_reshape", t);
     return t;
 }
