@@ -44,10 +44,10 @@ static int64_t att_lim(const att *a, int64_t i, int64_t j0, int64_t nj) {
 
 /* One (T, D) problem as the loops read it. */
 typedef struct prob {
-    int64_t D, Dp, Tp;                /* Dp, Tp: D and T rounded up to 16 */
-    const float *q, *k, *v, *g;       /* the operands, or copies with rows padded to Dp (D not a multiple of 16) */
-    int64_t ldq, ldk, ldv, ldg;       /* floats between their rows */
-    float *kt, *vt;             /* (Dp, Tp): k and v transposed, zero past T (vt: backward only) */
+    int64_t D, Dp, Tp;              /* Dp, Tp: D and T rounded up to 16 */
+    const float *q, *k, *v, *g;     /* the operands, or copies with rows padded to Dp (D not a multiple of 16) */
+    int64_t ldq, ldk, ldv, ldg;     /* floats between their rows */
+    float *kt, *vt;                 /* (Dp, Tp): k and v transposed, zero past T (vt: backward only) */
     float *lse, *di, *dq, *dk, *dv; /* backward: per row (T), dq (T, Dp), the key tile's dk and dv (BK, Dp) */
 } prob;
 
