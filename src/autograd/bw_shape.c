@@ -126,17 +126,43 @@ static lt_tensor *node_of(int op, ag_fn *f, lt_tensor *g, int ndim, const int64_
     return n ? ag_value_handle(n) : NULL;
 }
 
+/* If f's window permutes the base's dims (a transpose or permute: dim k
+ * of f is base dim p[k], with that dim's contiguous stride), the strides
+ * that read g back in the base's order: base dim p[k] steps by g's
+ * contiguous stride of dim k. Returns 0 when the window is anything else. */
+static int permutation_inverse(const ag_fn *f, const ag_fn *b, int64_t *ia) {
+    int64_t bs[LT_MAX_DIMS], gs[LT_MAX_DIMS];
+    if (f->ndim != b->ndim || f->ia[f->ndim] != 0) return 0;
+    shape_contig_strides(b->ndim, b->shape, bs);
+    shape_contig_strides(f->ndim, f->shape, gs);
+    uint32_t used = 0;
+    for (int k = 0; k < f->ndim; k++) {
+        int j = 0; /* the base dim with this size and stride (size-1 dims: any unused one of size 1) */
+        while (j < b->ndim && ((used >> j & 1) || b->shape[j] != f->shape[k] ||
+                               (f->shape[k] != 1 && bs[j] != f->ia[k])))
+            j++;
+        if (j == b->ndim) return 0;
+        used |= 1u << j;
+        ia[j] = gs[k];
+    }
+    ia[b->ndim] = 0;
+    return 1;
+}
+
 /* AS_STRIDED (ia: strides..., offset over the base's contiguous layout).
- * A read of the whole base in order is a reshape; any other window
- * scatter-ADDS into zeros of the base's shape, since expanded views read an
- * element more than once. */
+ * A read of the whole base in order is a reshape, a permutation of its dims
+ * reads g back through the inverse permutation (a view, no copy: the
+ * attention backward reads its dO so); any other window scatter-ADDS into
+ * zeros of the base's shape, since expanded views read an element more
+ * than once. */
 int ag_bw_strided(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
     const ag_fn *b = f->next[0];
-    int64_t nf = shape_numel(f->ndim, f->shape), nbase = shape_numel(b->ndim, b->shape);
+    int64_t nf = shape_numel(f->ndim, f->shape), nbase = shape_numel(b->ndim, b->shape), ia[LT_MAX_DIMS + 1];
     if (f->ia[f->ndim] == 0 && nf == nbase && geom_is_contiguous(f->ndim, f->shape, f->ia)) {
-        int64_t ia[LT_MAX_DIMS + 1];
         shape_contig_strides(b->ndim, b->shape, ia);
         ia[b->ndim] = 0;
+        gi[0] = node_of(LT_OP_AS_STRIDED, f, g, b->ndim, b->shape, NULL, b->ndim + 1, ia);
+    } else if (nf == nbase && permutation_inverse(f, b, ia)) {
         gi[0] = node_of(LT_OP_AS_STRIDED, f, g, b->ndim, b->shape, NULL, b->ndim + 1, ia);
     } else {
         gi[0] = node_of(LT_OP_AS_STRIDED_BACKWARD, f, g, b->ndim, b->shape, NULL, f->nia, f->ia);
