@@ -964,7 +964,7 @@ typedef struct xctx {
     double p, seed, ls;
     /* AS_STRIDED_BACKWARD: the view's arguments (see strided_grad) */
     int64_t vshape[LT_MAX_DIMS + 1], vstr[LT_MAX_DIMS], voff;
-    int vnd;
+    int vnd, acc;
     int traced; /* how many runs found op in the graph they returned */
 } xctx;
 
@@ -974,6 +974,15 @@ static int graph_has(const ir_node *n, int op, int depth) {
     if (n->op == op) return 1;
     for (int i = 0; i < n->nin; i++)
         if (graph_has(n->in[i], op, depth + 1)) return 1;
+    return 0;
+}
+
+/* Is an AS_STRIDED_BACKWARD onto a given base (2 operands) among them? */
+static int graph_has_scatter_into(const ir_node *n, int depth) {
+    if (!n || depth > 64) return 0;
+    if (n->op == LT_OP_AS_STRIDED_BACKWARD && n->nin == 2) return 1;
+    for (int i = 0; i < n->nin; i++)
+        if (graph_has_scatter_into(n->in[i], depth + 1)) return 1;
     return 0;
 }
 
@@ -1036,13 +1045,37 @@ static lt_tensor *strided_view(const xctx *c, lt_tensor *leaf) {
     }
 }
 
+/* c->acc: the view is of m = leaf * 1 (not a leaf), and m's gradient
+ * also gets (1) a whole term sum(m * a) or (2) a second view's: the
+ * engine adds a window's gradient into the other term (add_into_window),
+ * in its place. (3): the op itself onto a, an input, whose place the
+ * output never takes: the kernel copies it first. */
 static lt_tensor *strided_grad(xctx *c) {
+    if (c->acc == 3) {
+        lt_tensor *v = strided_view(c, c->a);
+        ir_node *in[2] = {func_value(c->b), func_value(c->a)}, *n = NULL;
+        if (v && in[0] && in[1]) {
+            int64_t ia[LT_MAX_DIMS + 1];
+            memcpy(ia, v->strides, sizeof v->strides);
+            ia[v->ndim] = v->offset;
+            n = ir_new(LT_OP_AS_STRIDED_BACKWARD, lt_dtype_of(c->a), lt_ndim(c->a), lt_shape(c->a), 2, in, v->ndim + 1,
+                       ia, 0, NULL);
+        }
+        lt_free(v);
+        return n ? func_new(n) : NULL;
+    }
     lt_tensor *leaf = lt_clone(c->a), *y = NULL, *l = NULL, *r = NULL;
     lt_set_requires_grad(leaf, true);
-    lt_tensor *v = strided_view(c, leaf);
+    lt_tensor *m = c->acc ? lt_mul_scalar(leaf, 1.0) : leaf, *v = strided_view(c, m);
     if (c->temps) {
         y = lt_mul(v, c->b);
         l = lt_sum(y, 0, NULL, false);
+        if (c->acc) {
+            lt_tensor *v2 = c->acc == 2 ? strided_view(c, m) : NULL, *y2 = lt_mul(v2 ? v2 : m, v2 ? c->b : c->a);
+            lt_tensor *l2 = lt_sum(y2, 0, NULL, false), *t = lt_add(l, l2);
+            lt_free(l), lt_free(l2), lt_free(y2), lt_free(v2);
+            l = t;
+        }
         CHECK_MSG(lt_backward(l) == 0, "AS_STRIDED_BACKWARD kind %d: backward failed: %s", c->kind, lt_error_message());
     } else {
         y = lt_exp(v);
@@ -1053,7 +1086,14 @@ static lt_tensor *strided_grad(xctx *c) {
     CHECK_MSG(g != NULL, "AS_STRIDED_BACKWARD kind %d: no gradient", c->kind);
     if (g) r = lt_clone(g);
     lt_free(l), lt_free(y), lt_free(v), lt_free(leaf);
+    if (m != leaf) lt_free(m);
     return r;
+}
+
+/* The op the case's graph must hold: a transpose's gradient is g read back
+ * transposed (autograd/bw_shape.c), no scatter. */
+static int traced_op(const xctx *c) {
+    return c->op == LT_OP_AS_STRIDED_BACKWARD && c->kind == 1 ? LT_OP_AS_STRIDED : c->op;
 }
 
 static lt_tensor *make_x(void *p) {
@@ -1094,7 +1134,11 @@ static lt_tensor *make_x(void *p) {
     case LT_OP_AS_STRIDED_BACKWARD: r = strided_grad(c); break;
     }
     if (a != c->a) lt_free(a);
-    if (r && graph_has(func_value(r), c->op, 0)) c->traced++;
+    if (r && graph_has(func_value(r), traced_op(c), 0)) c->traced++;
+    /* one-to-one windows: the second term's gradient is scattered into the first */
+    if (r && c->acc && c->kind != 1 && c->kind != 2 && c->kind != 3)
+        CHECK_MSG(graph_has_scatter_into(func_value(r), 0), "AS_STRIDED_BACKWARD kind %d acc %d: no gradient added in place",
+                  c->kind, c->acc);
     return r;
 }
 
@@ -1105,7 +1149,7 @@ static void xdiff(xctx *c, const char *fmt, int trial) {
     snprintf(what, sizeof what, fmt, g_ops[c->op].name, trial);
     int node = !(c->op == LT_OP_DROPOUT && c->kind == 0 && c->p == 0);
     c->traced = 0;
-    int ran = differential(what, node ? c->op : -1, make_x, c, 1e-4);
+    int ran = differential(what, node ? traced_op(c) : -1, make_x, c, 1e-4);
     CHECK_MSG(ran, "%s: rejected by the api", what);
     CHECK_MSG(!ran || !node || c->traced == 2, "%s: op not in the traced graph (%d of 2 runs)", what, c->traced);
 }
@@ -1312,6 +1356,8 @@ static void strided_grad_case(int trial) {
     }
     lt_dtype dt = rint_(4) ? LT_F32 : LT_F64;
     c.temps = trial / 6 % 2;
+    c.acc = c.temps ? trial / 12 % 4 : 0;
+    if (c.acc == 3 && c.kind == 1) c.acc = 1; /* a transpose's gradient is no scatter */
     c.op = LT_OP_AS_STRIDED_BACKWARD;
     c.a = keep(&h, rand_tensor(dt, nd, s, 0), 3);
     /* the view's shape, for w or g: built once on the data */
@@ -1335,7 +1381,7 @@ TEST(nn_losses_indexing_dropout) {
     for (int t = 0; t < 30; t++) loss_case(t);
     for (int t = 0; t < 20; t++) mse_case(t);
     for (int t = 0; t < 24; t++) dropout_case(t);
-    for (int t = 0; t < 36; t++) strided_grad_case(t);
+    for (int t = 0; t < 96; t++) strided_grad_case(t);
 }
 
 /* ---- transformer ops (issue 16) ----------------------------------------------

@@ -94,6 +94,26 @@ static lt_tensor *fit(lt_tensor *h, const ag_fn *c) {
     return h;
 }
 
+/* acc + h, where h scatters a window of g into zeros (AS_STRIDED_BACKWARD:
+ * the gradient of a slice, narrow or chunk), as g scattered into acc (the
+ * op's second operand): in acc's place where acc dies there, it touches
+ * the window's bytes, where the add read two whole bases and wrote a third
+ * (a GPT's q, k and v gradients into one qkv gradient: 5 passes over it
+ * became 1). An expanded window, whose elements repeat, keeps the add, as
+ * does a dtype that differs. Returns NULL (error set) only if the IR arena
+ * cannot grow; *done says whether the rewrite applied. */
+static lt_tensor *add_into_window(lt_tensor *acc, lt_tensor *h, int *done) {
+    *done = 0;
+    ir_node *hv = func_value(h), *av = func_value(acc);
+    if (!hv || !av) return NULL;
+    if (hv->op != LT_OP_AS_STRIDED_BACKWARD || hv->dtype != av->dtype) return acc;
+    if (hv->nin != 1 || shape_overlaps(hv->in[0]->ndim, hv->in[0]->shape, hv->ia)) return acc;
+    ir_node *in[2] = {hv->in[0], av};
+    ir_node *s = ir_new(LT_OP_AS_STRIDED_BACKWARD, (lt_dtype)av->dtype, av->ndim, av->shape, 2, in, hv->nia, hv->ia, 0, NULL);
+    *done = 1;
+    return s ? ag_value_handle(s) : NULL;
+}
+
 /* Adds h (taken) to c's pending gradient; a leaf accumulates into .grad. */
 static int deliver(ag_fn *c, lt_tensor *h) {
     if (!(h = fit(h, c))) return -1;
@@ -106,7 +126,10 @@ static int deliver(ag_fn *c, lt_tensor *h) {
         func_free(h);
         return r ? 0 : -1;
     }
-    lt_tensor *s = lt_add(c->grad, h);
+    int done;
+    lt_tensor *s = add_into_window(c->grad, h, &done);
+    if (s && !done) s = add_into_window(h, c->grad, &done);
+    if (s && !done) s = lt_add(c->grad, h);
     func_free(h);
     func_free(c->grad);
     c->grad = func_unscope(s);

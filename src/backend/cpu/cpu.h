@@ -239,9 +239,10 @@ size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
  * targets; -1 for other dtypes (the reference runs). */
 int cpu_cross_entropy_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
 /* AS_STRIDED_BACKWARD (strided_grad.c), float32 or bfloat16 g (gn) into
- * out (y's shape and dtype): 0 if done, -1 if the window overlaps itself
- * (the reference runs). */
-int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void *out);
+ * out (y's shape and dtype) over zeros or base (NULL: zeros; out itself:
+ * in place): 0 if done, -1 if the window overlaps itself (the reference
+ * runs). */
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, const void *base, void *out);
 /* Layer norm's moments of `rows` rows of n floats at x (ln_moments.c): the
  * mean and biased variance of each, bit for bit the reference's
  * (ref_row_moments, PyTorch's order). Runs CPU_LN_ROWS rows at a time. */

@@ -284,6 +284,9 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
      * (BN_APPLY: the eval forward's conv output) or g, x (BN_BWD_INPUT). */
     if (y->op == LT_OP_BN_APPLY) kn->inplace_ok[0] = 1;
     if (y->op == LT_OP_BN_BWD_INPUT) kn->inplace_ok[0] = kn->inplace_ok[1] = 1;
+    /* A gradient added into a window of the rest (the engine's
+     * add_into_window) lands in the rest's place. */
+    if (y->op == LT_OP_AS_STRIDED_BACKWARD && y->nin == 2) kn->inplace_ok[1] = 1;
     return 0;
 }
 

@@ -290,7 +290,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_ATTENTION: case LT_OP_ATTENTION_BWD: return cpu_attention_run(g, y, in, sc, out, views, scratch);
     case LT_OP_CUMSUM: return cpu_cumsum_run(y, a0, in[0], out);
     case LT_OP_FLIP: return cpu_flip_run(y, in[0], out);
-    case LT_OP_AS_STRIDED_BACKWARD: return cpu_as_strided_backward(y, a0, in[0], out);
+    case LT_OP_AS_STRIDED_BACKWARD: return cpu_as_strided_backward(y, a0, in[0], y->nin == 2 ? in[1] : NULL, out);
     default: return -1; /* every other op: oneDNN, another fast path, or the reference */
     }
 }

@@ -1,10 +1,11 @@
 /* AS_STRIDED_BACKWARD on float32 or bfloat16 when the window is
  * one-to-one (slices, transposes, selects, narrows: every view autograd meets in a transformer,
- * such as q, k and v cut out of one qkv projection): zeros, then each
- * element added at its offset. No offset is hit twice, so the float sum
- * 0 + g is the reference's double sum rounded, and rows run in parallel.
- * Overlapping or expanded windows keep the reference kernel (a sum per
- * offset, in double). */
+ * such as q, k and v cut out of one qkv projection): zeros (or the base
+ * operand, unless the output is in its place), then each element added at
+ * its offset. No offset is hit twice, so the float sum of two terms is the
+ * reference's double sum rounded (bfloat16 terms: exact in float, one
+ * rounding), and rows run in parallel. Overlapping or expanded windows
+ * keep the reference kernel (a sum per offset, in double). */
 #include "cpu.h"
 
 #include <string.h>
@@ -29,16 +30,18 @@ static int one_to_one(int nd, const int64_t *shape, const int64_t *str) {
     return 1;
 }
 
-int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void *out) {
+int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, const void *base, void *out) {
     int nd = gn->ndim, bf16 = y->dtype == LT_BF16;
     const int64_t *str = y->ia, *shape = gn->shape;
     size_t es = bf16 ? 2 : 4;
     if (!one_to_one(nd, shape, str)) return -1;
+    if (base != out)
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < y->numel; i += 4096) { /* zero bits: +0 in both dtypes */
-        int64_t n = y->numel - i < 4096 ? y->numel - i : 4096;
-        memset((char *)out + (size_t)i * es, 0, (size_t)n * es);
-    }
+        for (int64_t i = 0; i < y->numel; i += 4096) { /* zero bits: +0 in both dtypes */
+            int64_t n = y->numel - i < 4096 ? y->numel - i : 4096;
+            if (base) memcpy((char *)out + (size_t)i * es, (const char *)base + (size_t)i * es, (size_t)n * es);
+            else memset((char *)out + (size_t)i * es, 0, (size_t)n * es);
+        }
     if (gn->numel == 0) return 0;
     int64_t inner = nd ? shape[nd - 1] : 1, s = nd ? str[nd - 1] : 1, rows = gn->numel / inner;
 #pragma omp parallel for schedule(static)
@@ -48,10 +51,10 @@ int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, void
             off += q % shape[d] * str[d];
             q /= shape[d];
         }
-        if (bf16) { /* 0 + g in float, rounded: the reference's sum of one term (a -0 becomes +0) */
+        if (bf16) { /* the sum in float, rounded: the reference's (0 + -0 is +0) */
             const uint16_t *c = (const uint16_t *)g + r * inner;
             uint16_t *w = (uint16_t *)out + off;
-            for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(0.0f + bf16_to_f32(c[j]));
+            for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(bf16_to_f32(w[j * s]) + bf16_to_f32(c[j]));
             continue;
         }
         const float *c = (const float *)g + r * inner;
