@@ -362,7 +362,8 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
                        double *scal, ref_arg *args) {
     const exec_graph *g = e->g;
     const int32_t *so = e->pl.slot_of;
-    for (int i = 0; i < kn->nread; i++) rp[i] = sp[so[kn->read[i]]];
+    const int64_t *bo = e->pl.byte_off;
+    for (int i = 0; i < kn->nread; i++) rp[i] = sp[so[kn->read[i]]] + bo[kn->read[i]];
     for (int i = 0; i < kn->nwrite; i++) wp[i] = sp[so[kn->write[i]]];
     const gnode *y = &g->nodes[kn->node];
     if (kn->kind == K_COLL) { /* its first half; a bucket's members may be empty or not */

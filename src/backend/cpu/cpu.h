@@ -157,6 +157,7 @@ typedef struct plan {
     int nslots;
     slot *slots;
     int32_t *slot_of; /* per node; -1: never materialized (inside a group) */
+    int64_t *byte_off; /* per node: where in its slot it starts (a K_VIEW at an offset; else 0) */
     size_t arena_bytes;
 } plan;
 

@@ -243,13 +243,21 @@ static int build_group(fstate *s, const int32_t *members, int nm, const uint8_t 
     return 0;
 }
 
-static int contiguous_view(const gnode *y) {
+/* A view whose elements lie in order from its offset on (a reshape, or a
+ * slice along the first dims: the q, k, v gradients out of one
+ * ATTENTION_BWD) is its operand's bytes from there (plan.c byte_off), no
+ * copy. A root at an offset is copied: the run returns whole buffers. */
+static int contiguous_view(const exec_graph *g, int32_t k) {
+    const gnode *y = &g->nodes[k];
     int64_t st = 1;
     for (int d = y->ndim - 1; d >= 0; d--) {
         if (y->shape[d] != 1 && y->ia[d] != st) return 0;
         st *= y->shape[d];
     }
-    return y->ia[y->ndim] == 0;
+    if (y->ia[y->ndim] == 0) return 1;
+    for (int r = 0; r < g->nroots; r++)
+        if (g->roots[r] == k) return 0;
+    return 1;
 }
 
 static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
@@ -260,7 +268,7 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
         const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
         if (a->dtype == LT_F32 && b->dtype == LT_F32 && y->dtype == LT_F32) kn->kind = K_MATMUL;
     } else if (y->op == LT_OP_AS_STRIDED) {
-        kn->kind = contiguous_view(y) ? K_VIEW : K_STRIDED;
+        kn->kind = contiguous_view(g, k) ? K_VIEW : K_STRIDED;
     } else if (y->op == LT_OP_AS_STRIDED_SCATTER) {
         kn->kind = K_SCATTER;
     } else if (g_ops[y->op].flags & COLLECTIVE) {

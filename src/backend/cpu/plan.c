@@ -1,5 +1,6 @@
 /* The memory plan: every materialized value gets a slot; a view that needs
- * no copy shares its operand's slot; a kernel output takes the slot of an
+ * no copy shares its operand's slot (from a byte offset in it: a slice
+ * along the first dim); a kernel output takes the slot of an
  * input that dies at that kernel when the kernel can write over what it
  * reads (in-place reuse); a dying input parameter becomes the output's
  * *donor*, used at run time when sync says the buffer is donatable. Temp
@@ -63,6 +64,7 @@ static int pack(plan *p) {
 void cpu_plan_free(plan *p) {
     core_free(p->slots);
     core_free(p->slot_of);
+    core_free(p->byte_off);
     memset(p, 0, sizeof *p);
 }
 
@@ -71,9 +73,10 @@ int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p) {
     int n = g->n;
     int32_t *lastuse = core_malloc((size_t)(n ? n : 1) * 4);
     p->slot_of = core_malloc((size_t)(n ? n : 1) * 4);
+    p->byte_off = core_calloc((size_t)(n ? n : 1), 8);
     p->slots = core_calloc((size_t)(n ? n : 1), sizeof *p->slots);
     int rc = -1;
-    if (!lastuse || !p->slot_of || !p->slots) goto done;
+    if (!lastuse || !p->slot_of || !p->byte_off || !p->slots) goto done;
     for (int v = 0; v < n; v++) {
         p->slot_of[v] = -1;
         lastuse[v] = -1;
@@ -95,10 +98,11 @@ int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p) {
             int32_t v = kn->write[w];
             const gnode *y = &g->nodes[v];
             size_t nb = value_bytes(y);
-            if (kn->kind == K_VIEW) { /* same bytes as its operand */
+            if (kn->kind == K_VIEW) { /* its operand's bytes, from its offset on */
                 slot *s = &p->slots[p->slot_of[kn->read[0]]];
                 if (lastuse[v] > s->last) s->last = lastuse[v];
                 p->slot_of[v] = p->slot_of[kn->read[0]];
+                p->byte_off[v] = p->byte_off[kn->read[0]] + y->ia[y->ndim] * (int64_t)dtype_size((lt_dtype)y->dtype);
                 continue;
             }
             int32_t take = -1, donors[4], nd = 0;
@@ -113,6 +117,7 @@ int cpu_plan(const exec_graph *g, const kernel *k, int nk, plan *p) {
                     slot *s = &p->slots[si];
                     if (s->last != j || s->nbytes != nb) continue;
                     if (kn->kind == K_SCATTER && p->slot_of[kn->read[1]] == si) continue; /* src overlaps base */
+                    if (pv->op == LT_OP_AS_STRIDED_BACKWARD && p->slot_of[kn->read[0]] == si) continue; /* g in base */
                     int taken = 0; /* one output per dying input */
                     for (int w2 = 0; w2 < w; w2++) taken |= p->slot_of[kn->write[w2]] == si;
                     if (taken) continue;
