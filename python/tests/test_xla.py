@@ -157,7 +157,7 @@ def test_parallel_loader_thread_holds_no_device_tensor_and_ends_before_exit(tmp_
     # interpreter finalizes: a daemon thread freeing a tensor then aborted
     # the process ("terminate called without an active exception").
     s = script(tmp_path, """
-        import gc, sys, time, weakref
+        import gc, os, sys, time, weakref
         import torch
         import lazytensor.xla.core.xla_model as xm
         import lazytensor.xla.distributed.parallel_loader as pl
@@ -167,7 +167,7 @@ def test_parallel_loader_thread_holds_no_device_tensor_and_ends_before_exit(tmp_
                     time.sleep(0.2)
                     yield torch.full((2,), float(i))
             finally:
-                print("host loader closed", flush=True)
+                os.write(1, b"host loader closed\\n")  # one write: the two threads' lines never interleave
         dev = xm.xla_device()
         loader = pl.ParallelLoader(slow(), [dev], device_prefetch_size=1)
         for x in loader.per_device_loader(dev):
@@ -175,7 +175,7 @@ def test_parallel_loader_thread_holds_no_device_tensor_and_ends_before_exit(tmp_
         ref = weakref.ref(loader)
         del loader, x
         gc.collect()
-        print("freed" if ref() is None else "kept alive", flush=True)
+        os.write(1, b"freed\\n" if ref() is None else b"kept alive\\n")
         again = pl.ParallelLoader(slow(), [dev])  # never closed: stopped at exit
         next(iter(again.per_device_loader(dev)))
     """)
