@@ -517,6 +517,48 @@ static void fast_reduction_cases(void) {
 
 TEST(fast_reductions) { fast_reduction_cases(); }
 
+/* GELU and its gradient, both forms, at the inputs where the float
+ * formulas of gelu_f32.h take their other branches: the tails (exp's
+ * subnormal and zero results, 1 + tanh from exp(-2|z|) below x = -3), x^3
+ * and x^2 overflowing (past 7e12 and 1.8e19), infinities and NaN; gradients
+ * of tens multiply the derivative's error (not hundreds: the erf form's
+ * 1 + erf(x / sqrt 2) keeps float's absolute error, ~1e-7, where it is
+ * ~1e-5 below x = -4, as PyTorch's float kernel does). Lengths around the
+ * vector widths, float32 and bfloat16. Its own random stream: the other cases'
+ * draws stay as they were. */
+static void gelu_extreme_cases(void) {
+    uint64_t st = 12345;
+    static const float special[] = {INFINITY, -INFINITY, NAN,   1e13f, -1e13f, 2e19f,  -2e19f, 3e38f,
+                                    -3e38f,   -1e19f,    1e19f, 0.0f,  -0.0f,  1e-30f, -3.5f,  -5.0f};
+    static const int64_t lens[] = {1, 15, 17, 33, 129, 1037};
+    char what[96];
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+        for (int bf = 0; bf < 2; bf++) {
+            int64_t n = lens[li];
+            float *xv = malloc((size_t)n * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
+            for (int64_t i = 0; i < n; i++) {
+                st = st * 6364136223846793005ull + 1442695040888963407ull;
+                double u = (double)(st >> 11) * 0x1.0p-53, v = (double)((st >> 3) & 0xffff) / 65536.0;
+                xv[i] = i % 3 == 0 ? special[(i / 3) % 16] : (float)(40 * u - 20);
+                gv[i] = (float)(100 * v - 50);
+            }
+            lt_tensor *x32 = lt_from_data(xv, LT_F32, 1, &n), *g32 = lt_from_data(gv, LT_F32, 1, &n);
+            lt_tensor *x = bf ? lt_to_dtype(x32, LT_BF16) : x32, *g = bf ? lt_to_dtype(g32, LT_BF16) : g32;
+            for (int op = 0; op < 2; op++)
+                for (int form = 0; form < 2; form++) {
+                    ectx e = {op ? LT_OP_GELU_BWD : LT_OP_GELU, {op ? g : x, op ? x : NULL, NULL}, {form, 0}, LT_F32};
+                    snprintf(what, sizeof what, "%s %s n %lld %s", g_ops[e.op].name, form ? "tanh" : "erf",
+                             (long long)n, bf ? "bf16" : "f32");
+                    differential(what, e.op, make_elem, &e, 2e-5);
+                }
+            if (bf) lt_free(x), lt_free(g);
+            lt_free(x32), lt_free(g32);
+            free(xv), free(gv);
+        }
+}
+
+TEST(gelu_extremes) { gelu_extreme_cases(); }
+
 /* The vectorized loops again with each narrower instruction set this
  * machine has (CI machines may have fewer than this one). */
 static void attention_case(int trial); /* transformer ops, below */
@@ -527,6 +569,7 @@ TEST(every_isa) {
         for (int op = 0; op < LT_OP_COUNT; op++)
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
+        gelu_extreme_cases();
         for (int t = 0; t < 6; t++) attention_case(t);
     }
     core_set_isa(-1);
@@ -1815,6 +1858,7 @@ int main(void) {
     RUN(every_elementwise_op);
     RUN(reductions_softmax_matmul);
     RUN(fast_reductions);
+    RUN(gelu_extremes);
     RUN(every_isa);
     RUN(views_scatters_cat);
     RUN(nn_ops);
