@@ -562,6 +562,7 @@ TEST(gelu_extremes) { gelu_extreme_cases(); }
 /* The vectorized loops again with each narrower instruction set this
  * machine has (CI machines may have fewer than this one). */
 static void attention_case(int trial); /* transformer ops, below */
+static void layer_norm_rows_cases(void);
 
 TEST(every_isa) {
     for (int level = core_isa() - 1; level >= 0; level--) {
@@ -570,6 +571,7 @@ TEST(every_isa) {
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
         gelu_extreme_cases();
+        layer_norm_rows_cases();
         for (int t = 0; t < 6; t++) attention_case(t);
     }
     core_set_isa(-1);
@@ -1454,6 +1456,37 @@ static void layer_norm_case(int trial) {
     tf_free(&c);
 }
 
+/* Layer norm over many rows (the small random shapes above have at most
+ * 25): LN_BWD_PARAMS' chunks then hold whole blocks of CPU_LN_ROWS rows
+ * (ln_body.h's 4-row loop) besides a partial one, row lengths around the
+ * vector widths; float32, and bfloat16 activations with float32
+ * parameters. The global random stream is put back after: the cases that
+ * follow draw as before. */
+static void layer_norm_rows_cases(void) {
+    static const int64_t shapes[][2] = {{131, 37}, {97, 385}, {260, 64}};
+    uint64_t keep = rs;
+    int bf16 = g_bf16;
+    for (int k = 0; k < 6; k++) {
+        tctx c = {0};
+        g_bf16 = k % 2;
+        c.nnorm = 1;
+        c.x = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
+        c.g = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
+        g_bf16 = 0; /* float32 weight and bias (autocast's mixed layer norm) */
+        if (k != 2) c.w = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
+        if (k != 3) c.b = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
+        g_bf16 = k % 2;
+        int ops[4] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS, LT_OP_LN_STATS};
+        for (int i = 0; i < 4; i++) {
+            c.op = ops[i];
+            tf_diff(&c, k, "(rows)");
+        }
+        tf_free(&c);
+    }
+    g_bf16 = bf16;
+    rs = keep;
+}
+
 static void attention_case(int trial) {
     tctx c = {0};
     /* from trial 30 on, also every multiple of 16 up to DMAX = 128, the
@@ -1524,6 +1557,7 @@ static void grad_norm_case(int trial) {
 
 TEST(transformer_ops) {
     for (int t = 0; t < 24; t++) layer_norm_case(t);
+    layer_norm_rows_cases();
     for (int t = 0; t < 60; t++) attention_case(t);
     for (int t = 0; t < 8; t++) grad_norm_case(t);
 }
