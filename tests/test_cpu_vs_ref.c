@@ -515,7 +515,52 @@ static void fast_reduction_cases(void) {
     exec_set_backend(-1);
 }
 
-TEST(fast_reductions) { fast_reduction_cases(); }
+/* bfloat16 SUM/MEAN/MAX/MIN on the shapes of reduce.c's paths: leading-axis
+ * sums of many rows (eight added in registers, then the rest; rows split
+ * over the threads), column counts around the vector widths, several
+ * column blocks, a trailing-axis and a full sum, with NaN and infinities.
+ * The global random stream is put back after. */
+static void bf16_reduction_cases(void) {
+    static const struct {
+        int nd;
+        int64_t s[3];
+        int naxes, axes[2];
+    } C[] = {
+        {2, {1003, 385}, 1, {0}}, {2, {97, 1537}, 1, {0}}, {2, {13, 3}, 1, {0}},     {2, {5000, 7}, 1, {0}},
+        {3, {9, 17, 33}, 2, {0, 1}}, {2, {40, 1000}, 1, {1}}, {1, {300001}, 1, {0}},
+    };
+    uint64_t keep = rs;
+    int ops[] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_MAX, LT_OP_MIN};
+    char what[96];
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++)
+        for (int special = 0; special < 2; special++) {
+            lt_tensor *x = rand_tensor(LT_BF16, C[c].nd, C[c].s, 0);
+            if (special) {
+                lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
+                int64_t n = lt_numel(flat);
+                double sv[3] = {NAN, INFINITY, -INFINITY};
+                for (int k = 0; k < 3; k++) {
+                    lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
+                    lt_fill_(e, sv[k]);
+                    lt_free(e);
+                }
+                lt_free(flat);
+            }
+            for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
+                memcpy(r.axes, C[c].axes, sizeof C[c].axes);
+                snprintf(what, sizeof what, "%s bf16 case %zu special %d", g_ops[ops[o]].name, c, special);
+                differential(what, ops[o], make_reduce, &r, 1e-5);
+            }
+            lt_free(x);
+        }
+    rs = keep;
+}
+
+TEST(fast_reductions) {
+    fast_reduction_cases();
+    bf16_reduction_cases();
+}
 
 /* GELU and its gradient, both forms, at the inputs where the float
  * formulas of gelu_f32.h take their other branches: the tails (exp's
@@ -570,6 +615,7 @@ TEST(every_isa) {
         for (int op = 0; op < LT_OP_COUNT; op++)
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
+        bf16_reduction_cases();
         gelu_extreme_cases();
         layer_norm_rows_cases();
         for (int t = 0; t < 6; t++) attention_case(t);
