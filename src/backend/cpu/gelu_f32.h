@@ -18,9 +18,8 @@
  * limits a call left in it kept the loop scalar. */
 #define GF_INLINE static inline __attribute__((always_inline))
 
-GF_INLINE float gf_erf(float x) {
-    x = x < -4.0f ? -4.0f : x;
-    x = x > 4.0f ? 4.0f : x;
+/* The rational function of gf_erf, on [-4, 4]. */
+GF_INLINE float gf_erf_rat(float x) {
     float x2 = x * x;
     float p = -2.72614225801306e-10f;
     p = p * x2 + 2.77068142495902e-08f;
@@ -35,6 +34,15 @@ GF_INLINE float gf_erf(float x) {
     q = q * x2 - 7.37332916720468e-03f;
     q = q * x2 - 1.42647390514189e-02f;
     return x * p / q;
+}
+
+/* Past +-4, the value at +-4 (the function is odd), selected after the
+ * rational is computed: clamping x first (to a constant) let gcc fold a
+ * copy of the whole function per bound into the loop. NaN stays NaN. */
+GF_INLINE float gf_erf(float x) {
+    float v = gf_erf_rat(x), e4 = gf_erf_rat(4.0f);
+    v = x < -4.0f ? -e4 : v;
+    return x > 4.0f ? e4 : v;
 }
 
 /* The float whose bits are u. */
