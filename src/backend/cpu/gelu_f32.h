@@ -63,8 +63,9 @@ GF_INLINE float gf_bits(uint32_t u) {
  * is applied in two halves, each a normal float, from kb = k + 254 >= 0;
  * out of range, kb is garbage and the selects at the end override it.
  * fmaf: one instruction in the AVX2 and AVX-512 copies, halving the
- * polynomial's work; exact (libm's) in the baseline copy, so every copy
- * gives the same bits. */
+ * polynomial's work; in the baseline copy (CPUs without AVX2, and clang
+ * builds, which have no other copy) a libm call per element, slow but
+ * exact: every copy gives the same bits. */
 GF_INLINE float gf_exp(float x) {
     float t = fmaf(x, 1.44269504088896341f, 12582912.0f), kf = t - 12582912.0f;
     float r = fmaf(kf, 2.12194440e-4f, fmaf(kf, -0.693359375f, x));
