@@ -4,13 +4,19 @@
  * a cascade, as PyTorch computes them, so float32 overflow matches) against
  * the plain two-pass float mean and variance the kernel used before, in one
  * run: the two alternate, medians of 101 runs each, one thread, rows in
- * cache (128K floats in all).
+ * cache (128K floats in all). Then the three layer norm ops through the cpu
+ * backend at a GPT's shape, (4096, 384), float32 and bfloat16 activations
+ * (float32 parameters): one op per mark_step, the best of 20 (wall and
+ * process CPU time: on a shared machine the CPU time moves less; run with
+ * OMP_WAIT_POLICY=passive so that waiting threads do not spin), and the
+ * bytes read and written once per wall second.
  * Usage: bench_ln [n ...]  (row lengths; default 64 100 384 768 1024 4096) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api/nn.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/simd.h"
 #include "bench_time.h"
@@ -47,6 +53,39 @@ static void forward(int pytorch, const float *x, const float *w, const float *b,
     }
 }
 
+/* LAYER_NORM, LN_BWD_INPUT and LN_BWD_PARAMS at (4096, 384). */
+static void ops(void) {
+    static const char *names[3] = {"LAYER_NORM", "LN_BWD_INPUT", "LN_BWD_PARAMS"};
+    int64_t s[2] = {4096, 384};
+    printf("\n%-14s %6s %10s %10s %8s\n", "op (4096,384)", "dtype", "wall ms", "cpu ms", "GB/s");
+    lt_manual_seed(1);
+    for (int bf = 0; bf < 2; bf++) {
+        lt_dtype dt = bf ? LT_BF16 : LT_F32;
+        lt_tensor *x0 = lt_randn(LT_F32, 2, s), *g0 = lt_randn(LT_F32, 2, s);
+        lt_tensor *x = lt_to_dtype(x0, dt), *g = lt_to_dtype(g0, dt);
+        lt_tensor *w = lt_randn(LT_F32, 1, s + 1), *b = lt_randn(LT_F32, 1, s + 1);
+        lt_mark_step();
+        for (int op = 0; op < 3; op++) {
+            double best = 1e9, cbest = 1e9;
+            for (int it = 0; it < 21; it++) {
+                double t0 = bench_now_s(), c0 = bench_cpu_s();
+                lt_tensor *y = op == 0 ? lt_layer_norm(x, 1, w, b, 1e-5)
+                               : op == 1 ? nn_layer_norm_backward_input(g, x, w, 1, 1e-5)
+                                         : nn_layer_norm_backward_params(g, x, 1, 1e-5);
+                lt_mark_step();
+                double t = bench_now_s() - t0, ct = bench_cpu_s() - c0;
+                if (it > 0 && t < best) best = t; /* the first compiles */
+                if (it > 0 && ct < cbest) cbest = ct;
+                lt_free(y);
+            }
+            double act = (double)(s[0] * s[1]) * (bf ? 2 : 4), bytes = act * (op == 1 ? 3 : 2);
+            printf("%-14s %6s %10.3f %10.3f %8.2f\n", names[op], bf ? "bf16" : "fp32", best * 1e3, cbest * 1e3,
+                   bytes / best / 1e9);
+        }
+        lt_free(x0), lt_free(g0), lt_free(x), lt_free(g), lt_free(w), lt_free(b);
+    }
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -76,5 +115,6 @@ int main(int argc, char **argv) {
                t[1][REPS / 2] * 1e6, t[1][REPS / 2] / t[0][REPS / 2]);
         free(x), free(o), free(w), free(b);
     }
+    ops();
     return 0;
 }

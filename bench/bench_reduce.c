@@ -21,6 +21,7 @@ enum { SUM, MEAN, MAX, ARGMAX, SOFTMAX, LOG_SOFTMAX };
 
 typedef struct bcase {
     const char *name;
+    int bf16; /* the input in bfloat16 (autocast's bias gradients) */
     int op, nd;
     int64_t shape[4];
     int naxes, axes[4];
@@ -40,20 +41,28 @@ static lt_tensor *run(const bcase *c, lt_tensor *x) {
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 10;
     static const bcase C[] = {
-        {"sum (N,H,W) of (32,64,56,56): BN/bias grad", SUM, 4, {32, 64, 56, 56}, 3, {0, 2, 3}},
-        {"mean (H,W) of (32,2048,7,7): global pool", MEAN, 4, {32, 2048, 7, 7}, 2, {2, 3}},
-        {"sum all of (11M)", SUM, 1, {11000000}, 0, {0}},
-        {"sum dim 0 of (4096,1000): linear bias grad", SUM, 2, {4096, 1000}, 1, {0}},
-        {"sum dim 0 of (4096,1536): GPT MLP bias grad", SUM, 2, {4096, 1536}, 1, {0}},
-        {"max dim 1 of (4096,1000)", MAX, 2, {4096, 1000}, 1, {1}},
-        {"argmax dim 1 of (4096,1000)", ARGMAX, 2, {4096, 1000}, 1, {1}},
-        {"softmax dim 1 of (4096,1000)", SOFTMAX, 2, {4096, 1000}, 1, {1}},
-        {"log_softmax dim 1 of (4096,1000)", LOG_SOFTMAX, 2, {4096, 1000}, 1, {1}},
+        {"sum (N,H,W) of (32,64,56,56): BN/bias grad", 0, SUM, 4, {32, 64, 56, 56}, 3, {0, 2, 3}},
+        {"mean (H,W) of (32,2048,7,7): global pool", 0, MEAN, 4, {32, 2048, 7, 7}, 2, {2, 3}},
+        {"sum all of (11M)", 0, SUM, 1, {11000000}, 0, {0}},
+        {"sum dim 0 of (4096,1000): linear bias grad", 0, SUM, 2, {4096, 1000}, 1, {0}},
+        {"sum dim 0 of (4096,1536): GPT MLP bias grad", 0, SUM, 2, {4096, 1536}, 1, {0}},
+        {"sum dim 0 of (4096,384): GPT bias grad", 0, SUM, 2, {4096, 384}, 1, {0}},
+        {"  the same (4096,1536) in bfloat16", 1, SUM, 2, {4096, 1536}, 1, {0}},
+        {"  the same (4096,384) in bfloat16", 1, SUM, 2, {4096, 384}, 1, {0}},
+        {"max dim 1 of (4096,1000)", 0, MAX, 2, {4096, 1000}, 1, {1}},
+        {"argmax dim 1 of (4096,1000)", 0, ARGMAX, 2, {4096, 1000}, 1, {1}},
+        {"softmax dim 1 of (4096,1000)", 0, SOFTMAX, 2, {4096, 1000}, 1, {1}},
+        {"log_softmax dim 1 of (4096,1000)", 0, LOG_SOFTMAX, 2, {4096, 1000}, 1, {1}},
     };
     lt_manual_seed(1);
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         const bcase *c = &C[i];
         lt_tensor *x = lt_randn(LT_F32, c->nd, c->shape);
+        if (c->bf16) {
+            lt_tensor *h = lt_to_dtype(x, LT_BF16);
+            lt_free(x);
+            x = h;
+        }
         lt_mark_step();
         double best = 1e9, cbest = 1e9;
         for (int it = 0; it < iters + 1; it++) {
@@ -65,7 +74,7 @@ int main(int argc, char **argv) {
             if (it > 0 && ct < cbest) cbest = ct;
             lt_free(y);
         }
-        double bytes = (double)lt_numel(x) * 4;
+        double bytes = (double)lt_numel(x) * (c->bf16 ? 2 : 4);
         printf("%-46s %8.3f ms  %7.2f GB/s   cpu %8.3f ms\n", c->name, best * 1e3, bytes / best / 1e9, cbest * 1e3);
         lt_free(x);
     }

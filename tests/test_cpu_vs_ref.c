@@ -515,11 +515,99 @@ static void fast_reduction_cases(void) {
     exec_set_backend(-1);
 }
 
-TEST(fast_reductions) { fast_reduction_cases(); }
+/* bfloat16 SUM/MEAN/MAX/MIN on the shapes of reduce.c's paths: leading-axis
+ * sums of many rows (eight added in registers, then the rest; rows split
+ * over the threads), column counts around the vector widths, several
+ * column blocks, a trailing-axis and a full sum, with NaN and infinities.
+ * The global random stream is put back after. */
+static void bf16_reduction_cases(void) {
+    static const struct {
+        int nd;
+        int64_t s[3];
+        int naxes, axes[2];
+    } C[] = {
+        {2, {1003, 385}, 1, {0}}, {2, {97, 1537}, 1, {0}}, {2, {13, 3}, 1, {0}},     {2, {5000, 7}, 1, {0}},
+        {3, {9, 17, 33}, 2, {0, 1}}, {2, {40, 1000}, 1, {1}}, {1, {300001}, 1, {0}},
+    };
+    uint64_t keep = rs;
+    int ops[] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_MAX, LT_OP_MIN};
+    char what[96];
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++)
+        for (int special = 0; special < 2; special++) {
+            lt_tensor *x = rand_tensor(LT_BF16, C[c].nd, C[c].s, 0);
+            if (special) {
+                lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
+                int64_t n = lt_numel(flat);
+                double sv[3] = {NAN, INFINITY, -INFINITY};
+                for (int k = 0; k < 3; k++) {
+                    lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
+                    lt_fill_(e, sv[k]);
+                    lt_free(e);
+                }
+                lt_free(flat);
+            }
+            for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
+                memcpy(r.axes, C[c].axes, sizeof C[c].axes);
+                snprintf(what, sizeof what, "%s bf16 case %zu special %d", g_ops[ops[o]].name, c, special);
+                differential(what, ops[o], make_reduce, &r, 1e-5);
+            }
+            lt_free(x);
+        }
+    rs = keep;
+}
+
+TEST(fast_reductions) {
+    fast_reduction_cases();
+    bf16_reduction_cases();
+}
+
+/* GELU and its gradient, both forms, at the inputs where the float
+ * formulas of gelu_f32.h take their other branches: the tails (exp's
+ * subnormal and zero results, 1 + tanh from exp(-2|z|) below x = -3), x^3
+ * and x^2 overflowing (past 7e12 and 1.8e19), infinities and NaN; gradients
+ * of tens multiply the derivative's error (not hundreds: the erf form's
+ * 1 + erf(x / sqrt 2) keeps float's absolute error, ~1e-7, where it is
+ * ~1e-5 below x = -4, as PyTorch's float kernel does). Lengths around the
+ * vector widths, float32 and bfloat16. Its own random stream: the other cases'
+ * draws stay as they were. */
+static void gelu_extreme_cases(void) {
+    uint64_t st = 12345;
+    static const float special[] = {INFINITY, -INFINITY, NAN,   1e13f, -1e13f, 2e19f,  -2e19f, 3e38f,
+                                    -3e38f,   -1e19f,    1e19f, 0.0f,  -0.0f,  1e-30f, -3.5f,  -5.0f};
+    static const int64_t lens[] = {1, 15, 17, 33, 129, 1037};
+    char what[96];
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+        for (int bf = 0; bf < 2; bf++) {
+            int64_t n = lens[li];
+            float *xv = malloc((size_t)n * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
+            for (int64_t i = 0; i < n; i++) {
+                st = st * 6364136223846793005ull + 1442695040888963407ull;
+                double u = (double)(st >> 11) * 0x1.0p-53, v = (double)((st >> 3) & 0xffff) / 65536.0;
+                xv[i] = i % 3 == 0 ? special[(i / 3) % 16] : (float)(40 * u - 20);
+                gv[i] = (float)(100 * v - 50);
+            }
+            lt_tensor *x32 = lt_from_data(xv, LT_F32, 1, &n), *g32 = lt_from_data(gv, LT_F32, 1, &n);
+            lt_tensor *x = bf ? lt_to_dtype(x32, LT_BF16) : x32, *g = bf ? lt_to_dtype(g32, LT_BF16) : g32;
+            for (int op = 0; op < 2; op++)
+                for (int form = 0; form < 2; form++) {
+                    ectx e = {op ? LT_OP_GELU_BWD : LT_OP_GELU, {op ? g : x, op ? x : NULL, NULL}, {form, 0}, LT_F32};
+                    snprintf(what, sizeof what, "%s %s n %lld %s", g_ops[e.op].name, form ? "tanh" : "erf",
+                             (long long)n, bf ? "bf16" : "f32");
+                    differential(what, e.op, make_elem, &e, 2e-5);
+                }
+            if (bf) lt_free(x), lt_free(g);
+            lt_free(x32), lt_free(g32);
+            free(xv), free(gv);
+        }
+}
+
+TEST(gelu_extremes) { gelu_extreme_cases(); }
 
 /* The vectorized loops again with each narrower instruction set this
  * machine has (CI machines may have fewer than this one). */
 static void attention_case(int trial); /* transformer ops, below */
+static void layer_norm_rows_cases(void);
 
 TEST(every_isa) {
     for (int level = core_isa() - 1; level >= 0; level--) {
@@ -527,6 +615,9 @@ TEST(every_isa) {
         for (int op = 0; op < LT_OP_COUNT; op++)
             if (g_ops[op].kind == ELEMWISE || g_ops[op].kind == CREATE) elementwise_op(op);
         fast_reduction_cases();
+        bf16_reduction_cases();
+        gelu_extreme_cases();
+        layer_norm_rows_cases();
         for (int t = 0; t < 6; t++) attention_case(t);
     }
     core_set_isa(-1);
@@ -1457,6 +1548,37 @@ static void layer_norm_case(int trial) {
     tf_free(&c);
 }
 
+/* Layer norm over many rows (the small random shapes above have at most
+ * 25): LN_BWD_PARAMS' chunks then hold whole blocks of CPU_LN_ROWS rows
+ * (ln_body.h's 4-row loop) besides a partial one, row lengths around the
+ * vector widths; float32, and bfloat16 activations with float32
+ * parameters. The global random stream is put back after: the cases that
+ * follow draw as before. */
+static void layer_norm_rows_cases(void) {
+    static const int64_t shapes[][2] = {{131, 37}, {97, 385}, {260, 64}};
+    uint64_t keep = rs;
+    int bf16 = g_bf16;
+    for (int k = 0; k < 6; k++) {
+        tctx c = {0};
+        g_bf16 = k % 2;
+        c.nnorm = 1;
+        c.x = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
+        c.g = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
+        g_bf16 = 0; /* float32 weight and bias (autocast's mixed layer norm) */
+        if (k != 2) c.w = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
+        if (k != 3) c.b = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
+        g_bf16 = k % 2;
+        int ops[4] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS, LT_OP_LN_STATS};
+        for (int i = 0; i < 4; i++) {
+            c.op = ops[i];
+            tf_diff(&c, k, "(rows)");
+        }
+        tf_free(&c);
+    }
+    g_bf16 = bf16;
+    rs = keep;
+}
+
 static void attention_case(int trial) {
     tctx c = {0};
     /* from trial 30 on, also every multiple of 16 up to DMAX = 128, the
@@ -1527,6 +1649,7 @@ static void grad_norm_case(int trial) {
 
 TEST(transformer_ops) {
     for (int t = 0; t < 24; t++) layer_norm_case(t);
+    layer_norm_rows_cases();
     for (int t = 0; t < 60; t++) attention_case(t);
     for (int t = 0; t < 8; t++) grad_norm_case(t);
 }
@@ -1861,6 +1984,7 @@ int main(void) {
     RUN(every_elementwise_op);
     RUN(reductions_softmax_matmul);
     RUN(fast_reductions);
+    RUN(gelu_extremes);
     RUN(every_isa);
     RUN(views_scatters_cat);
     RUN(nn_ops);

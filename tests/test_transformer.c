@@ -5,8 +5,12 @@
 #include "harness.h"
 
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/gelu_f32.h"
+#include "backend/ref/ref.h"
 #include "backend/ref/ref_nn.h"
 #include "core/isa.h"
+
+#include <float.h>
 
 static uint64_t lcg = 99;
 static double urand(void) { /* [-1, 1) */
@@ -81,6 +85,52 @@ TEST(layer_norm_moments_match_the_reference_bitwise) {
     core_set_isa(-1);
     CHECK_MSG(bad == 0, "%d rows differ", bad);
     CHECK_MSG(nan_rows > 0, "no row overflowed: the huge values no longer reach the merges");
+}
+
+/* gelu_f32.h's float formulas against double math: exp within 1.5 ulp
+ * over float's range (subnormal results included, every 97th float of
+ * [-110, 90]), GELU and its gradient, both forms, within 4 ulp or 4e-7
+ * absolute (the erf approximation's ~2e-7 and float's rounding of 1 + erf;
+ * GELU's scaled by x) over [-30, 30], and the reference's inf / NaN at the
+ * extremes. */
+static double ulp_of(double v) {
+    float f = fabsf((float)v);
+    return f < FLT_MIN ? 0x1p-149 : (double)(nextafterf(f, INFINITY) - f);
+}
+
+TEST(gelu_float_formulas) {
+    double worst = 0;
+    for (int neg = 0; neg < 2; neg++) { /* the bits of [0, 90] and of [-110, -0] */
+        uint32_t top = neg ? 0xc2dc0000u : 0x42b40000u;
+        for (uint32_t u = neg ? 0x80000000u : 0; u <= top; u += 97) {
+            float x;
+            memcpy(&x, &u, 4);
+            float e = gf_exp(x);
+            double r = exp((double)x), err = r > FLT_MAX ? (isinf(e) ? 0 : 1e9) : fabs(e - r) / ulp_of(r);
+            worst = fmax(worst, err);
+        }
+    }
+    CHECK_MSG(worst <= 1.5, "gf_exp: %g ulp", worst);
+    CHECK(isnan(gf_exp(NAN)) && gf_exp(-INFINITY) == 0 && isinf(gf_exp(INFINITY)) && gf_exp(0) == 1);
+    for (int form = 0; form < 2; form++) {
+        double wf = 0, wg = 0;
+        for (int i = -300000; i <= 300000; i += 7) {
+            float x = (float)(i * 1e-4);
+            double f = form ? gf_gelu_tanh(x) : gf_gelu_erf(x), rf = ref_gelu(x, form);
+            double g = form ? gf_gelu_grad_tanh(x) : gf_gelu_grad_erf(x), rg = ref_gelu_grad(x, form, 1);
+            wf = fmax(wf, fabs(f - rf) / fmax(4 * ulp_of(rf), 4e-7 * (1 + fabs(x)))); /* x (1 + erf) */
+            wg = fmax(wg, fabs(g - rg) / fmax(4 * ulp_of(rg), 4e-7));
+        }
+        CHECK_MSG(wf <= 1 && wg <= 1, "form %d: GELU off by %g, gradient by %g of the bound", form, wf, wg);
+        static const float sp[] = {INFINITY, -INFINITY, NAN, 1e13f, -1e13f, 2e19f, -2e19f, 3e38f, -3e38f};
+        for (int i = 0; i < 9; i++) {
+            float x = sp[i], f = form ? gf_gelu_tanh(x) : gf_gelu_erf(x);
+            float g = form ? gf_gelu_grad_tanh(x) : gf_gelu_grad_erf(x);
+            double rf = ref_gelu(x, form), rg = ref_gelu_grad(x, form, 1);
+            CHECK_MSG((isnan(f) ? isnan(rf) : f == (float)rf) && (isnan(g) ? isnan(rg) : g == (float)rg),
+                      "form %d x %g: %g %g, reference %g %g", form, x, f, g, rf, rg);
+        }
+    }
 }
 
 /* The forward's peak memory at T = 256, 512, 1024: inputs and output are
@@ -201,6 +251,7 @@ TEST(bad_arguments) {
 int main(void) {
     RUN(float32_kernels_are_the_fast_ones);
     RUN(layer_norm_moments_match_the_reference_bitwise);
+    RUN(gelu_float_formulas);
     RUN(attention_memory_is_linear_in_t);
     RUN(clip_grad_norm);
     RUN(weight_tying_sums_both_gradients);

@@ -13,60 +13,21 @@
 #define BODY "reduce_body.h"
 #include "isa_copies.h"
 
-/* bfloat16 (autocast's bias gradients are sums of bfloat16 activation
- * gradients): SUM/MEAN/MAX/MIN only, each element widened to float, sums
- * in double rounded once, as the reference does. One portable copy: the
- * loops are bound by memory, not by the instruction set. */
-static double sum_bf16(const void *x_, int64_t n) {
-    const uint16_t *x = x_;
-    double s = 0;
-    OMP_SIMD_SUM(s)
-    for (int64_t i = 0; i < n; i++) s += (double)bf16_to_f32(x[i]);
-    return s;
-}
-
-static double max_bf16(const void *x_, int64_t n, double sd) {
-    const uint16_t *x = x_;
-    float m = -INFINITY, s = (float)sd;
-    int nan = 0;
-    OMP_SIMD_MAX(m, nan)
-    for (int64_t i = 0; i < n; i++) {
-        float v = s * bf16_to_f32(x[i]);
-        m = v > m ? v : m;
-        nan |= v != v;
-    }
-    return nan ? (double)NAN : (double)m;
-}
-
-static void csum_bf16(double *restrict acc, const void *x_, int64_t n, int64_t rows, int64_t ld) {
-    const uint16_t *restrict x = x_;
-    for (int64_t r = 0; r < rows; r++) {
-        const uint16_t *xr = x + r * ld;
-        OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)bf16_to_f32(xr[i]);
-    }
-}
-
-static void cmax_bf16(double *restrict acc, const void *x_, int64_t n, double s) {
-    const uint16_t *restrict x = x_;
-    OMP_SIMD for (int64_t i = 0; i < n; i++) {
-        double v = s * (double)bf16_to_f32(x[i]), a = acc[i];
-        acc[i] = a == a && (v > a || v != v) ? v : a;
-    }
-}
-
-static const rkern kern_bf16 = {sum_bf16, max_bf16, csum_bf16, cmax_bf16, NULL, NULL, NULL};
+/* bfloat16 (SUM/MEAN/MAX/MIN only): reduce_bf16_body.h, per instruction set too. */
+#undef ISA_EACH
+#define ISA_EACH "reduce_bf16_body.h"
+#include "isa_copies.h"
 
 const rkern *cpu_rkern(int dtype) {
-    if (dtype == LT_BF16) return &kern_bf16;
-    int f = dtype == LT_F32;
+    int f = dtype == LT_F32, h = dtype == LT_BF16;
 #ifdef HAVE_ISA
     switch (core_isa()) {
-    case 2: return f ? &kern_f32_avx512 : &kern_f64_avx512;
-    case 1: return f ? &kern_f32_avx2 : &kern_f64_avx2;
+    case 2: return h ? &kern_bf16_avx512 : f ? &kern_f32_avx512 : &kern_f64_avx512;
+    case 1: return h ? &kern_bf16_avx2 : f ? &kern_f32_avx2 : &kern_f64_avx2;
     default: break;
     }
 #endif
-    return f ? &kern_f32_base : &kern_f64_base;
+    return h ? &kern_bf16_base : f ? &kern_f32_base : &kern_f64_base;
 }
 
 #define PAR_MIN 32768 /* elements below which one thread does it all */

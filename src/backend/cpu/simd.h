@@ -71,7 +71,8 @@ typedef struct rkern {
     void (*argcol)(double *best, int64_t *idx, const void *x, int64_t n, double s, int64_t k);
     void (*softmax)(void *out, const void *x, int64_t n, int logsm);
 } rkern;
-/* The table for dtype (LT_F32 or LT_F64) on this machine (reduce.c). */
+/* The table for dtype (LT_F32, LT_F64 or LT_BF16: no arg-reductions or
+ * softmax) on this machine (reduce.c). */
 const rkern *cpu_rkern(int dtype);
 
 #endif

@@ -4,13 +4,38 @@
  * the output of x's shape) are float32, or bfloat16 with float32
  * parameters (autocast's mixed layer norm): bfloat16 rows are widened into
  * a per-thread float buffer, CPU_LN_ROWS at a time, and every loop below
- * runs in float32 as for float32 input; results are rounded once. */
+ * runs in float32 as for float32 input; results are rounded once. The row
+ * loops are in ln_body.h, compiled per instruction set. */
 #include "cpu.h"
 
 #include "../ref/ref_nn.h"
 #include "simd.h"
 
 #include <math.h>
+
+/* The row loops of one instruction set (ln_body.h). */
+typedef struct lnkern {
+    void (*widen)(float *dst, const uint16_t *h, int64_t n);
+    void (*narrow)(uint16_t *h, const float *v, int64_t n);
+    void (*fwd_row)(float *o, const float *x, float a, float bias, const float *w, const float *b, int64_t n);
+    void (*bwd_input_row)(float *o, const float *g, const float *x, const float *w, double a, int64_t n);
+    void (*bwd_params_rows)(double *pw, double *pb, const float *g, const float *x, const float *a,
+                            const float *bias, int nr, int64_t n);
+} lnkern;
+
+#define ISA_EACH "ln_body.h"
+#include "isa_copies.h"
+
+static const lnkern *ln_kern(void) {
+#ifdef HAVE_ISA
+    switch (core_isa()) {
+    case 2: return &ln_kern_avx512;
+    case 1: return &ln_kern_avx2;
+    default: break;
+    }
+#endif
+    return &ln_kern_base;
+}
 
 /* ---- layer norm: rows of `inner` contiguous values ---- */
 
@@ -40,10 +65,9 @@ static float *ln_gbuf(float *mine, int64_t n) { return mine ? mine + CPU_LN_ROWS
 
 /* Rows [r0, r0 + nr) of a as floats: a itself (float32), or widened into
  * tmp (bfloat16). */
-static const float *ln_rows(const void *a, float *tmp, int64_t r0, int nr, int64_t n) {
+static const float *ln_rows(const lnkern *k, const void *a, float *tmp, int64_t r0, int nr, int64_t n) {
     if (!tmp) return (const float *)a + r0 * n;
-    const uint16_t *h = (const uint16_t *)a + r0 * n;
-    OMP_SIMD for (int64_t i = 0; i < nr * n; i++) tmp[i] = bf16_to_f32(h[i]);
+    k->widen(tmp, (const uint16_t *)a + r0 * n, nr * n);
     return tmp;
 }
 
@@ -51,11 +75,8 @@ static const float *ln_rows(const void *a, float *tmp, int64_t r0, int nr, int64
 static float *ln_out(void *out, float *buf, int64_t r, int64_t n) {
     return buf ? buf + 2 * CPU_LN_ROWS * n : (float *)out + r * n;
 }
-static void ln_put(void *out, const float *buf, int64_t r, int64_t n) {
-    if (!buf) return;
-    const float *o = buf + 2 * CPU_LN_ROWS * n;
-    uint16_t *h = (uint16_t *)out + r * n;
-    for (int64_t k = 0; k < n; k++) h[k] = bf16_from_f32(o[k]);
+static void ln_put(const lnkern *k, void *out, const float *buf, int64_t r, int64_t n) {
+    if (buf) k->narrow((uint16_t *)out + r * n, buf + 2 * CPU_LN_ROWS * n, n);
 }
 
 /* Mean and rstd of the nr <= CPU_LN_ROWS rows at x, as PyTorch computes
@@ -72,6 +93,7 @@ static int ln_block(int64_t r0, int64_t rows) { return rows - r0 < CPU_LN_ROWS ?
 static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
     const float *w = y->ia[1] ? in[1] : NULL, *b = y->ia[2] ? in[1 + (y->ia[1] != 0)] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
+    const lnkern *k = ln_kern();
     int oom;
     float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
     if (oom) return -1;
@@ -79,19 +101,11 @@ static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double e
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float m[CPU_LN_ROWS], rs[CPU_LN_ROWS], *mine = ln_mine(buf, n);
         int nr = ln_block(r0, rows);
-        const float *x = ln_rows(in[0], mine, r0, nr, n);
+        const float *x = ln_rows(k, in[0], mine, r0, nr, n);
         ln_stats(x, nr, n, eps, m, rs);
-        for (int q = 0; q < nr; q++) {
-            const float *xr = x + q * n;
-            /* PyTorch's form: x rstd + (-rstd mean) */
-            float *o = ln_out(out, mine, r0 + q, n), a = rs[q], bias = -a * m[q];
-            if (w && b) { /* the common case, a loop without branches */
-#pragma omp simd
-                for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * w[k] + b[k];
-            } else {
-                for (int64_t k = 0; k < n; k++) o[k] = (xr[k] * a + bias) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
-            }
-            ln_put(out, mine, r0 + q, n);
+        for (int q = 0; q < nr; q++) { /* PyTorch's form: x rstd + (-rstd mean) */
+            k->fwd_row(ln_out(out, mine, r0 + q, n), x + q * n, rs[q], -rs[q] * m[q], w, b, n);
+            ln_put(k, out, mine, r0 + q, n);
         }
     }
     core_free(buf);
@@ -103,6 +117,7 @@ static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double e
 static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
     const float *w = y->ia[1] ? in[2] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
+    const lnkern *k = ln_kern();
     int oom;
     float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
     if (oom) return -1;
@@ -110,31 +125,11 @@ static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float ms[CPU_LN_ROWS], as[CPU_LN_ROWS], *mine = ln_mine(buf, n);
         int nr = ln_block(r0, rows);
-        const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
+        const float *x = ln_rows(k, in[1], mine, r0, nr, n), *g = ln_rows(k, in[0], ln_gbuf(mine, n), r0, nr, n);
         ln_stats(x, nr, n, eps, ms, as);
         for (int q = 0; q < nr; q++) {
-            const float *xr = x + q * n, *gr = g + q * n;
-            float *o = ln_out(out, mine, r0 + q, n);
-            double a = as[q], mu = 0, db = 0, ds = 0;
-            if (w) { /* o holds w * g first: the loops stay free of branches */
-#pragma omp simd
-                for (int64_t k = 0; k < n; k++) o[k] = gr[k] * w[k];
-            } else {
-                memcpy(o, gr, (size_t)n * sizeof *o);
-            }
-#pragma omp simd reduction(+ : mu, db)
-            for (int64_t k = 0; k < n; k++) {
-                mu += xr[k];
-                db += o[k];
-            }
-            mu /= (double)n;
-#pragma omp simd reduction(+ : ds)
-            for (int64_t k = 0; k < n; k++) ds += o[k] * (xr[k] - mu);
-            double b = -ds * a * a * a / (double)n, c = -db * a / (double)n;
-            if (!isfinite(ds) || !isfinite(db)) b = c = NAN; /* an inf g makes its row NaN, as in PyTorch */
-#pragma omp simd
-            for (int64_t k = 0; k < n; k++) o[k] = (float)(a * o[k] + b * (xr[k] - mu) + c);
-            ln_put(out, mine, r0 + q, n);
+            k->bwd_input_row(ln_out(out, mine, r0 + q, n), g + q * n, x + q * n, w, as[q], n);
+            ln_put(k, out, mine, r0 + q, n);
         }
     }
     core_free(buf);
@@ -155,31 +150,25 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
         return -1;
     }
     int64_t per = (rows + LN_CHUNKS - 1) / LN_CHUNKS;
+    const lnkern *k = ln_kern();
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < LN_CHUNKS; c++) {
         double *pw = part + (size_t)c * 2 * (size_t)n, *pb = pw + n;
         int64_t r1 = (c + 1) * per < rows ? (c + 1) * per : rows;
         float *mine = ln_mine(buf, n);
         for (int64_t r0 = c * per; r0 < r1; r0 += CPU_LN_ROWS) {
-            float m[CPU_LN_ROWS], rs[CPU_LN_ROWS];
+            float m[CPU_LN_ROWS], rs[CPU_LN_ROWS], bias[CPU_LN_ROWS];
             int nr = ln_block(r0, r1);
-            const float *x = ln_rows(in[1], mine, r0, nr, n), *g = ln_rows(in[0], ln_gbuf(mine, n), r0, nr, n);
+            const float *x = ln_rows(k, in[1], mine, r0, nr, n), *g = ln_rows(k, in[0], ln_gbuf(mine, n), r0, nr, n);
             ln_stats(x, nr, n, eps, m, rs);
-            for (int q = 0; q < nr; q++) {
-                const float *xr = x + q * n, *gr = g + q * n;
-                float a = rs[q], bias = -a * m[q];
-                for (int64_t k = 0; k < n; k++) { /* x a + bias with one rounding (fmaf), as the reference's ln_xhat */
-                    float xh = (float)((double)xr[k] * a + bias);
-                    pw[k] += (double)(gr[k] * xh);
-                    pb[k] += gr[k];
-                }
-            }
+            for (int q = 0; q < nr; q++) bias[q] = -rs[q] * m[q];
+            k->bwd_params_rows(pw, pb, g, x, rs, bias, nr, n);
         }
     }
-    for (int64_t k = 0; k < 2 * n; k++) {
+    for (int64_t i = 0; i < 2 * n; i++) {
         double s = 0;
-        for (int c = 0; c < LN_CHUNKS; c++) s += part[(size_t)c * 2 * (size_t)n + (size_t)k];
-        out[k] = (float)s;
+        for (int c = 0; c < LN_CHUNKS; c++) s += part[(size_t)c * 2 * (size_t)n + (size_t)i];
+        out[i] = (float)s;
     }
     core_free(part);
     core_free(buf);
