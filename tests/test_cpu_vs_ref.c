@@ -1446,6 +1446,7 @@ static void strided_grad_case(int trial) {
     case 5: c.dim = rint_(nd), v[0] = rint_((int)s[c.dim]); break;
     }
     lt_dtype dt = rint_(4) ? LT_F32 : LT_F64;
+    if (trial % 8 == 5) dt = LT_BF16; /* autocast's q, k, v gradients */
     c.temps = trial / 6 % 2;
     c.acc = c.temps ? trial / 12 % 4 : 0;
     if (c.acc == 3 && c.kind == 1) c.acc = 1; /* a transpose's gradient is no scatter */

@@ -7,6 +7,7 @@
  * rounding), and rows run in parallel. Overlapping or expanded windows
  * keep the reference kernel (a sum per offset, in double). */
 #include "cpu.h"
+#include "simd.h"
 
 #include <string.h>
 
@@ -54,7 +55,11 @@ int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, cons
         if (bf16) { /* the sum in float, rounded: the reference's (0 + -0 is +0) */
             const uint16_t *c = (const uint16_t *)g + r * inner;
             uint16_t *w = (uint16_t *)out + off;
-            for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(bf16_to_f32(w[j * s]) + bf16_to_f32(c[j]));
+            if (s == 1) {
+                OMP_SIMD for (int64_t j = 0; j < inner; j++) w[j] = bf16_from_f32(bf16_to_f32(w[j]) + bf16_to_f32(c[j]));
+            } else {
+                for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(bf16_to_f32(w[j * s]) + bf16_to_f32(c[j]));
+            }
             continue;
         }
         const float *c = (const float *)g + r * inner;
