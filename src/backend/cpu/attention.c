@@ -108,28 +108,6 @@ static const void *operand(const att *a, void *const *in, int i, int64_t bh, int
     return base + (size_t)off * es;
 }
 
-/* dst[0, Dp) = row x[0, D) as floats, zero past D. */
-static void widen_row(float *dst, const void *x, int bf16, int64_t D, int64_t Dp) {
-    if (bf16) {
-        const uint16_t *h = x;
-        OMP_SIMD for (int64_t c = 0; c < D; c++) dst[c] = bf16_to_f32(h[c]);
-    } else {
-        memcpy(dst, x, (size_t)D * sizeof *dst);
-    }
-    memset(dst + D, 0, (size_t)(Dp - D) * sizeof *dst);
-}
-
-/* Output row y[off, off + n) = mul * x, rounded to bfloat16 if bf16. */
-static void put_row(void *y, int bf16, int64_t off, const float *x, float mul, int64_t n) {
-    if (bf16) {
-        uint16_t *h = (uint16_t *)y + off;
-        OMP_SIMD for (int64_t c = 0; c < n; c++) h[c] = bf16_from_f32(x[c] * mul);
-    } else {
-        float *f = (float *)y + off;
-        OMP_SIMD for (int64_t c = 0; c < n; c++) f[c] = x[c] * mul;
-    }
-}
-
 static float *take(float **next, int64_t n) {
     float *p = *next;
     *next += up16(n); /* 64-byte steps: the pieces stay aligned */

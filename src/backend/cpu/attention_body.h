@@ -158,6 +158,31 @@ static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, 
 }
 #undef AT_ROUND
 
+#ifndef AT_DP /* the widening copies' */
+/* dst[0, Dp) = row x[0, D) as floats, zero past D. (Here, not in
+ * attention.c: vectorized per instruction set.) */
+static void AT_FN(widen_row)(float *dst, const void *x, int bf16, int64_t D, int64_t Dp) {
+    if (bf16) {
+        const uint16_t *h = x;
+        OMP_SIMD for (int64_t c = 0; c < D; c++) dst[c] = bf16_to_f32(h[c]);
+    } else {
+        memcpy(dst, x, (size_t)D * sizeof *dst);
+    }
+    memset(dst + D, 0, (size_t)(Dp - D) * sizeof *dst);
+}
+#endif
+
+/* Output row y[off, off + n) = mul * x, rounded to bfloat16 if bf16. */
+static void AT_FN(put_row)(void *y, int bf16, int64_t off, const float *x, float mul, int64_t n) {
+    if (bf16) {
+        uint16_t *h = (uint16_t *)y + off;
+        OMP_SIMD for (int64_t c = 0; c < n; c++) h[c] = bf16_from_f32(x[c] * mul);
+    } else {
+        float *f = (float *)y + off;
+        OMP_SIMD for (int64_t c = 0; c < n; c++) f[c] = x[c] * mul;
+    }
+}
+
 #ifdef AT_DP
 /* Rows of T bfloat16 (x, ld elements apart) as T rows of Dw words: word
  * c holds x[2c] (low half) and x[2c + 1], zero past D. */
@@ -304,7 +329,7 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
         for (int o = 0; o < 3 + bwd; o++) {
             float *c = take(&next, T * p->Dp);
             for (int64_t i = 0; i < T; i++)
-                widen_row(c + i * p->Dp, (const char *)src[o] + (size_t)(i * ld[o]) * es, a->bf16, D, p->Dp);
+                AT_FN(widen_row)(c + i * p->Dp, (const char *)src[o] + (size_t)(i * ld[o]) * es, a->bf16, D, p->Dp);
             src[o] = c, ld[o] = p->Dp;
         }
     }
@@ -421,7 +446,7 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
             lse[i] = m[i] + logf(l[i]);
             continue;
         }
-        put_row(o, a->bf16, o_off + (i0 + i) * D, acc + i * Dp, 1.0f / l[i], D);
+        AT_FN(put_row)(o, a->bf16, o_off + (i0 + i) * D, acc + i * Dp, 1.0f / l[i], D);
     }
 }
 
@@ -501,11 +526,11 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                     AT_FN(grads)(&p, i0, ni, j0, nj, s, dp);
                 }
                 for (int64_t j = 0; j < nj; j++) {
-                    put_row(out, a->bf16, total + bh * TD + (j0 + j) * D, p.dk + j * Dp, 1.0f, D);
-                    put_row(out, a->bf16, 2 * total + bh * TD + (j0 + j) * D, p.dv + j * Dp, 1.0f, D);
+                    AT_FN(put_row)(out, a->bf16, total + bh * TD + (j0 + j) * D, p.dk + j * Dp, 1.0f, D);
+                    AT_FN(put_row)(out, a->bf16, 2 * total + bh * TD + (j0 + j) * D, p.dv + j * Dp, 1.0f, D);
                 }
             }
-            for (int64_t i = 0; i < T; i++) put_row(out, a->bf16, bh * TD + i * D, p.dq + i * Dp, 1.0f, D);
+            for (int64_t i = 0; i < T; i++) AT_FN(put_row)(out, a->bf16, bh * TD + i * D, p.dq + i * Dp, 1.0f, D);
         }
     }
 }
