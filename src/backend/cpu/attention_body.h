@@ -427,16 +427,32 @@ static void AT_FN(exp_row)(float *x, int64_t n, float mul, float sub) {
     for (int64_t j = 0; j < n; j += 16)
         _mm512_storeu_ps(x + j, AT_FN(exp16)(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), m, s)));
 }
+
+/* P and dS of a backward tile's row, keys j < lim: si[j] = P = e^(scale
+ * si[j] - lse), dpi[j] = dS = scale P (dpi[j] - di) (past lim: anything,
+ * the caller zeroes them). */
+static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
+    AT_FN(exp_row)(si, up16(lim), scale, lse);
+    OMP_SIMD for (int64_t j = 0; j < lim; j++) dpi[j] = scale * si[j] * (dpi[j] - di);
+}
 #else
-/* x[j] = e^(mul x[j] - sub), j < n (libmvec's expf). */
-static void AT_FN(exp_row)(float *x, int64_t n, float mul, float sub) {
-    OMP_SIMD for (int64_t j = 0; j < n; j++) x[j] = expf(x[j] * mul - sub);
+/* As the AT_DP p_ds above, with libmvec's expf. */
+static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
+    OMP_SIMD for (int64_t j = 0; j < lim; j++) {
+        float pij = expf(si[j] * scale - lse);
+        si[j] = pij;
+        dpi[j] = scale * pij * (dpi[j] - di);
+    }
 }
 #endif
 
 /* si[j] = exp(si[j] - mx) for the whole row (masked keys give 0); their sum. */
 static float AT_FN(row_exp)(float *si, float mx) {
+#ifdef AT_DP
     AT_FN(exp_row)(si, BK, 1.0f, mx);
+#else
+    OMP_SIMD for (int j = 0; j < BK; j++) si[j] = expf(si[j] - mx);
+#endif
     v16 sv = V16(si);
     for (int j = 16; j < BK; j += 16) sv += V16(si + j);
     float sum = 0;
@@ -551,12 +567,7 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                                 dpi[j] = scale * pij * (dpi[j] * mij - di);
                             }
                         } else {
-#ifdef AT_DP
-                            AT_FN(exp_row)(si, up16(lim), scale, lse); /* past lim: zeroed below */
-#else
-                            AT_FN(exp_row)(si, lim, scale, lse);
-#endif
-                            OMP_SIMD for (int64_t j = 0; j < lim; j++) dpi[j] = scale * si[j] * (dpi[j] - di);
+                            AT_FN(p_ds)(si, dpi, lim, scale, lse, di);
                         }
                         for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
                     }
