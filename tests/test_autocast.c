@@ -57,6 +57,10 @@ TEST(op_lists) {
     lt_tensor *mm = lt_matmul(f, m), *add = lt_add(f, f);
     CHECK(mm && lt_dtype_of(mm) == LT_BF16);
     CHECK(add && lt_dtype_of(add) == LT_BF16);
+    /* attention: lower-precision list (float32 q, k, v cast; bfloat16 ones not) */
+    lt_tensor *mb = lt_to_dtype(m, LT_BF16), *at = lt_scaled_dot_product_attention(m, m, mb, true, 0, 0);
+    CHECK(at && lt_dtype_of(at) == LT_BF16 && cast_of(at, 0, LT_BF16, m) && cast_of(at, 1, LT_BF16, m));
+    CHECK(at && func_value(at)->in[2] == func_value(mb));
     /* a nested region with autocast off, then back on */
     CHECK(lt_autocast_begin(LT_F32) == 0);
     lt_tensor *mm32 = lt_matmul(lw, m);
@@ -79,7 +83,7 @@ TEST(op_lists) {
     CHECK(lt_autocast_end() == 0);
     (void)one;
     lt_mark_step();
-    lt_tensor *all[] = {x, w, b, lw, m, xb, tgt, y, y2, bn, r, p, f, lin, ce, sm, mm, add, mm32, mm16, mmo};
+    lt_tensor *all[] = {x, w, b, lw, m, xb, tgt, y, y2, bn, r, p, f, lin, ce, sm, mm, add, mb, at, mm32, mm16, mmo};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
     CHECK_NO_ERR();
 }
