@@ -57,6 +57,10 @@ TEST(op_lists) {
     lt_tensor *mm = lt_matmul(f, m), *add = lt_add(f, f);
     CHECK(mm && lt_dtype_of(mm) == LT_BF16);
     CHECK(add && lt_dtype_of(add) == LT_BF16);
+    /* attention: lower-precision list (float32 q, k, v cast; bfloat16 ones not) */
+    lt_tensor *mb = lt_to_dtype(m, LT_BF16), *at = lt_scaled_dot_product_attention(m, m, mb, true, 0, 0);
+    CHECK(at && lt_dtype_of(at) == LT_BF16 && cast_of(at, 0, LT_BF16, m) && cast_of(at, 1, LT_BF16, m));
+    CHECK(at && func_value(at)->in[2] == func_value(mb));
     /* a nested region with autocast off, then back on */
     CHECK(lt_autocast_begin(LT_F32) == 0);
     lt_tensor *mm32 = lt_matmul(lw, m);
@@ -79,7 +83,7 @@ TEST(op_lists) {
     CHECK(lt_autocast_end() == 0);
     (void)one;
     lt_mark_step();
-    lt_tensor *all[] = {x, w, b, lw, m, xb, tgt, y, y2, bn, r, p, f, lin, ce, sm, mm, add, mm32, mm16, mmo};
+    lt_tensor *all[] = {x, w, b, lw, m, xb, tgt, y, y2, bn, r, p, f, lin, ce, sm, mm, add, mb, at, mm32, mm16, mmo};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
     CHECK_NO_ERR();
 }
@@ -208,7 +212,7 @@ TEST(gradients_vs_finite_differences) {
 
 /* A GPT attention block (B 2, T 37: odd, H 2, D 12): layer norm (float32
  * residual stream), the qkv linear (bfloat16), q, k, v as views of it,
- * causal attention (fp32 list: its operands are cast up), the projection,
+ * causal attention in bfloat16 (no casts around it), the projection,
  * a layer norm of the bfloat16 projection with float32 parameters (mixed),
  * GELU in bfloat16, then sum(gelu * c) / n in x's dtype. */
 enum { TB = 2, TT = 37, TH = 2, TD = 12, TE = TH * TD };
@@ -228,9 +232,11 @@ static lt_tensor *block_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *c) {
     lt_tensor *gx = lt_to_dtype(ge, lt_dtype_of(x)), *cx = lt_to_dtype(c, lt_dtype_of(x)), *m = lt_mul(gx, cx);
     lt_tensor *s = lt_sum(m, 0, NULL, false), *l = lt_mul_scalar(s, 1.0 / (TB * TT * TE));
     if (lt_autocast_dtype() == LT_BF16) { /* the policy: what each op ran in */
-        CHECK(lt_dtype_of(qkv) == LT_BF16 && lt_dtype_of(y) == LT_F32 && lt_dtype_of(o) == LT_BF16);
+        CHECK(lt_dtype_of(qkv) == LT_BF16 && lt_dtype_of(y) == LT_BF16 && lt_dtype_of(o) == LT_BF16);
         CHECK(lt_dtype_of(z) == LT_BF16 && lt_dtype_of(ge) == LT_BF16);
-        for (int i = 0; i < 3; i++) CHECK(cast_of(y, i, LT_F32, v[i]));
+        for (int i = 0; i < 3; i++) /* no cast around attention: it reads the heads of qkv */
+            CHECK(func_value(y)->in[i] == func_value(v[i]) && func_value(v[i])->op != LT_OP_CAST);
+        CHECK(func_value(o)->in[0] == func_value(yc)); /* nor after it */
     }
     lt_tensor *all[] = {h, qkv, v[0], v[1], v[2], y, yt, yc, o, z, ge, gx, cx, m, s};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
@@ -239,7 +245,8 @@ static lt_tensor *block_loss(lt_tensor *x, lt_tensor *const *p, lt_tensor *c) {
 
 /* The bfloat16 GPT step's kernels (linear and its transposed weight
  * gradient, bias sums, the views' backward, mixed layer norm and its
- * backward ops, GELU) are all fast ones, and its gradients are right.
+ * backward ops, GELU, attention and its backward) are all fast ones, and
+ * its gradients are right.
  * Without oneDNN (LT_NO_DNNL) the bfloat16 matmuls have no fast kernel:
  * the gradients are checked, the kernels are not. */
 TEST(transformer_block) {

@@ -1,10 +1,11 @@
 /* Autocast (DESIGN 15): a policy of the api layer, as PyTorch's CPU
  * autocast. Inside a region, the ops on the lower-precision list (conv2d,
- * linear, matmul) record one CAST node per float32 operand and run in the
- * region's dtype (bfloat16: the kernels accumulate in float32); the losses
- * (fp32 list) cast lower-precision operands up to float32; every other op
- * runs in its operands' dtype, as in PyTorch (batch norm takes bfloat16
- * activations with float32 parameters, softmax stays bfloat16). The casts
+ * linear, matmul, scaled dot-product attention) record one CAST node per
+ * float32 operand and run in the region's dtype (bfloat16: the kernels
+ * accumulate in float32); the losses (fp32 list) cast lower-precision
+ * operands up to float32; every other op runs in its operands' dtype, as
+ * in PyTorch (batch norm takes bfloat16 activations with float32
+ * parameters, softmax stays bfloat16). The casts
  * are ordinary IR nodes: hashed like any other, fused by the compiler, and
  * differentiable (the gradient of a float32 parameter is float32). */
 #include "api.h"

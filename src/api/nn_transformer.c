@@ -171,17 +171,16 @@ static lt_tensor *attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causa
     return t;
 }
 
-/* Autocast: attention is on the fp32 list for now (the policy until the
- * fast kernel, attention.c, reads bfloat16): bfloat16 q, k, v are cast up
- * to float32, so it runs there and never on the reference kernel; its
- * float32 output goes on to the next lower-precision op (the projection),
- * which casts it back. Its backward runs in float32 too, and the casts'
- * backward hands bfloat16 gradients to q, k, v's producers. */
+/* Autocast: attention is on the lower-precision list, as in PyTorch's CPU
+ * autocast: float32 q, k, v are cast to bfloat16 (a GPT's come bfloat16
+ * from the qkv projection: no cast), and the kernels (attention.c) take
+ * bfloat16 directly, with softmax and every sum in float32 and bfloat16
+ * outputs; its backward runs in bfloat16 too. */
 lt_tensor *nn_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v, bool causal, double dropout_p, double scale,
                         double *seed_out) {
     if (LT_LIKELY(!g_autocast)) return attention(q, k, v, causal, dropout_p, scale, seed_out);
     lt_tensor *in[3] = {q, k, v}, *tmp[3];
-    if (api_autocast_args(3, in, tmp, LT_BF16, LT_F32)) return NULL;
+    if (api_autocast_args(3, in, tmp, LT_F32, LT_BF16)) return NULL;
     lt_tensor *t = attention(in[0], in[1], in[2], causal, dropout_p, scale, seed_out);
     api_autocast_free(3, tmp);
     return t;

@@ -1,5 +1,6 @@
-/* Fast float32 kernels of ATTENTION and ATTENTION_BWD (issue 16). Same
- * semantics as src/backend/ref/ref_nn_transformer.c.
+/* Fast kernels of ATTENTION and ATTENTION_BWD (issue 16), float32 or
+ * bfloat16 (issue 30: autocast's q, k, v). Same semantics as
+ * src/backend/ref/ref_nn_transformer.c.
  *
  * Attention is tiled in the manner of FlashAttention: a tile of BQ query
  * rows meets the keys BK at a time, with an online softmax (running max
@@ -7,7 +8,15 @@
  * matrix exists, only BQ x BK tiles on the stack. The backward recomputes
  * the tiles: a first sweep gives each row's log-sum-exp, a second forms the
  * probabilities and accumulates dk, dv (per key tile) and dq (per problem).
- * The loops are in attention_body.h, compiled per instruction set. */
+ * The loops are in attention_body.h, compiled per instruction set.
+ *
+ * On bfloat16, softmax, its statistics and every sum run in float32 and
+ * the outputs are rounded to bfloat16 once. A CPU with AVX512-BF16 runs
+ * the products as bfloat16 dot products, the probabilities P and dS
+ * rounded to bfloat16 per tile before they are multiplied, as PyTorch's
+ * CPU flash attention does; elsewhere the operands are widened to float32
+ * as a problem's operands are copied in (once per problem: T D values
+ * against the T^2 D of the products) and the float32 loops run. */
 #include "cpu.h"
 
 #include "../ref/ref_nn.h"
@@ -25,6 +34,7 @@ typedef struct att {
     nn_att g;
     float scale;
     int bwd;     /* ATTENTION_BWD */
+    int bf16;    /* the operands and outputs bfloat16 (else float32) */
     int nd;      /* dims of q (..., T, D) */
     const int64_t *shape;
     uint8_t views;          /* bit i: operand i is read through its view (kernel.views) */
@@ -45,29 +55,48 @@ static int64_t att_lim(const att *a, int64_t i, int64_t j0, int64_t nj) {
 /* One (T, D) problem as the loops read it. */
 typedef struct prob {
     int64_t D, Dp, Tp;              /* Dp, Tp: D and T rounded up to 16 */
-    const float *q, *k, *v, *g;     /* the operands, or copies with rows padded to Dp (D not a multiple of 16) */
+    const float *q, *k, *v, *g;     /* the operands, or float32 copies with rows padded to Dp (bfloat16, or D not
+                                       a multiple of 16) */
     int64_t ldq, ldk, ldv, ldg;     /* floats between their rows */
     float *kt, *vt;                 /* (Dp, Tp): k and v transposed, zero past T (vt: backward only) */
     float *lse, *di, *dq, *dk, *dv; /* backward: per row (T), dq (T, Dp), the key tile's dk and dv (BK, Dp) */
+    /* The AVX512-BF16 copy (AT_DP): bfloat16 pairs in 32-bit words, the
+     * operands vdpbf16ps multiplies (a word of A against a word of B). */
+    int64_t kw, Dw;                 /* words of a row's D values, (D + 1) / 2, and that rounded up to 16 */
+    const uint32_t *qw, *gw;        /* q, dO: T rows of Dw words, pairs along D, zero past D */
+    uint32_t *ktw, *vtw;            /* k and v as those words, transposed: (Dw, Tp), zero past T */
+    uint32_t *kp, *vp, *qp, *gp;    /* rows 2r and 2r + 1 paired along D: (Tp / 2, Dp), zero past T (vp: forward) */
 } prob;
 
 static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
-/* The floats prob_load takes from a thread's memory. */
+/* The floats (or words) the AVX512-BF16 copy's prob_load takes. */
+static int64_t prob_words(const att *a) {
+    int64_t T = a->g.T, Dp = up16(a->g.D), Tp = up16(T), Dw = up16((a->g.D + 1) / 2), rows = up16(T * Dw);
+    int64_t pairs = Tp / 2 * Dp, n = 2 * rows + Dw * Tp; /* the k and v words before their transpose, q, kt */
+    if (a->bwd) return n + Dw * Tp + rows + 3 * pairs + 2 * up16(T) + up16(T * Dp) + 2 * BK * Dp;
+    return n + pairs;
+}
+
+/* The floats prob_load takes from a thread's memory (bfloat16: either
+ * copy's, the one to run chosen at run time). */
 static size_t prob_floats(const att *a) {
     int64_t T = a->g.T, Dp = up16(a->g.D), Tp = up16(T), rows = up16(T * Dp);
-    int64_t n = (a->g.D == Dp ? 0 : (3 + a->bwd) * rows) + Dp * Tp;
+    int64_t n = (a->g.D == Dp && !a->bf16 ? 0 : (3 + a->bwd) * rows) + Dp * Tp;
     if (a->bwd) n += Dp * Tp + 2 * up16(T) + rows + 2 * BK * Dp;
+    if (a->bf16 && prob_words(a) > n) n = prob_words(a);
     return (size_t)n;
 }
 
-/* Operand i's rows of problem bh, and the floats between them: a
- * contiguous (..., T, D) operand, or the base of its view (kernel.views). */
-static const float *operand(const att *a, void *const *in, int i, int64_t bh, int64_t *ld) {
-    const float *base = in[i];
+/* Operand i's rows of problem bh (float or bfloat16), and the elements
+ * between them: a contiguous (..., T, D) operand, or the base of its view
+ * (kernel.views). */
+static const void *operand(const att *a, void *const *in, int i, int64_t bh, int64_t *ld) {
+    const char *base = in[i];
+    size_t es = a->bf16 ? 2 : 4;
     if (!(a->views >> i & 1)) {
         *ld = a->g.D;
-        return base + bh * a->g.T * a->g.D;
+        return base + (size_t)(bh * a->g.T * a->g.D) * es;
     }
     const int64_t *str = a->vstr[i];
     int64_t off = a->voff[i], r = bh;
@@ -76,7 +105,7 @@ static const float *operand(const att *a, void *const *in, int i, int64_t bh, in
         r /= a->shape[d];
     }
     *ld = str[a->nd - 2];
-    return base + off;
+    return base + (size_t)off * es;
 }
 
 static float *take(float **next, int64_t n) {
@@ -89,11 +118,40 @@ static float *take(float **next, int64_t n) {
 #define ISA_EACH "attention_body.h"
 #include "isa_copies.h"
 
+/* On bfloat16, AVX-512 CPUs with AVX512-BF16 (vdpbf16ps: 32 products a
+ * vector where FMA does 16) run a fourth copy of the loops, which
+ * multiplies bfloat16 pairs with float32 sums; without it, the copies above
+ * widen bfloat16 to float32. */
+#if defined(HAVE_ISA) && __GNUC__ >= 10
+#define HAVE_DPBF16 1
+#define ISA_AVX512BF16 "avx512f,avx512vl,avx512bw,avx512dq,fma,avx512bf16,prefer-vector-width=512"
+TARGET_PUSH(ISA_AVX512BF16)
+#define AT_DP 1
+#define ISA_SUF _dpbf16
+#include "attention_body.h"
+#undef ISA_SUF
+#undef AT_DP
+TARGET_POP()
+
+static int has_dpbf16(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16");
+}
+#endif
+
 /* buf: nt threads' buffers (prob_floats each). */
-static void attention(const att *a, void *const *in, float *out, float *buf, int nt) {
+static void attention(const att *a, void *const *in, void *out, float *buf, int nt) {
 #ifdef HAVE_ISA
     switch (core_isa()) {
-    case 2: (a->bwd ? backward_avx512 : forward_avx512)(a, in, out, buf, nt); return;
+    case 2:
+#ifdef HAVE_DPBF16
+        if (a->bf16 && has_dpbf16()) {
+            (a->bwd ? backward_dpbf16 : forward_dpbf16)(a, in, out, buf, nt);
+            return;
+        }
+#endif
+        (a->bwd ? backward_avx512 : forward_avx512)(a, in, out, buf, nt);
+        return;
     case 1: (a->bwd ? backward_avx2 : forward_avx2)(a, in, out, buf, nt); return;
     default: break;
     }
@@ -103,8 +161,8 @@ static void attention(const att *a, void *const *in, float *out, float *buf, int
 
 static att att_of(const exec_graph *g, const gnode *y, const double *sc, uint8_t views) {
     const gnode *q = &g->nodes[y->in[y->op == LT_OP_ATTENTION ? 0 : 1]];
-    att a = {nn_att_of(y, q->ndim, q->shape, q->numel, sc), 0, y->op == LT_OP_ATTENTION_BWD, q->ndim, q->shape, views,
-             {0}, {0}};
+    att a = {nn_att_of(y, q->ndim, q->shape, q->numel, sc), 0, y->op == LT_OP_ATTENTION_BWD, y->dtype == LT_BF16,
+             q->ndim, q->shape, views, {0}, {0}};
     a.scale = (float)a.g.scale;
     for (int i = 0; i < 4; i++)
         if (views >> i & 1) {
@@ -114,24 +172,30 @@ static att att_of(const exec_graph *g, const gnode *y, const double *sc, uint8_t
     return a;
 }
 
+int cpu_attention_ok(const exec_graph *g, const gnode *y) {
+    if ((y->op != LT_OP_ATTENTION && y->op != LT_OP_ATTENTION_BWD) || (y->dtype != LT_F32 && y->dtype != LT_BF16))
+        return 0;
+    for (int i = 0; i < y->nin; i++)
+        if (g->nodes[y->in[i]].dtype != y->dtype) return 0;
+    return y->shape[y->ndim - 1] <= DMAX;
+}
+
 int cpu_attention_view_ok(const exec_graph *g, const gnode *y, int i) {
     const gnode *v = &g->nodes[y->in[i]], *q = &g->nodes[y->in[y->op == LT_OP_ATTENTION ? 0 : 1]];
-    if (y->dtype != LT_F32 || v->op != LT_OP_AS_STRIDED || v->dtype != LT_F32 || v->ndim != q->ndim || v->ndim < 2 ||
-        q->shape[q->ndim - 1] > DMAX)
-        return 0;
-    return v->ia[v->ndim - 1] == 1 || v->shape[v->ndim - 1] == 1; /* a head's rows: D contiguous floats */
+    if (!cpu_attention_ok(g, y) || v->op != LT_OP_AS_STRIDED || v->ndim != q->ndim || v->ndim < 2) return 0;
+    return v->ia[v->ndim - 1] == 1 || v->shape[v->ndim - 1] == 1; /* a head's rows: D contiguous elements */
 }
 
 size_t cpu_attention_scratch(const exec_graph *g, const gnode *y) {
     double sc[2] = {0, 0};
     att a = att_of(g, y, sc, 0);
-    return y->dtype != LT_F32 || a.g.D > DMAX ? 0 : (size_t)NUM_THREADS() * prob_floats(&a) * sizeof(float);
+    return !cpu_attention_ok(g, y) ? 0 : (size_t)NUM_THREADS() * prob_floats(&a) * sizeof(float);
 }
 
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
                       uint8_t views, cpu_scratch scratch) {
+    if (!cpu_attention_ok(g, y)) return -1;
     att a = att_of(g, y, sc, views);
-    if (a.g.D > DMAX) return -1;
     size_t per = prob_floats(&a) * sizeof(float);
     /* As many threads as the run memory has buffers for (more threads than
      * at compile time: no more), else memory of its own. */

@@ -8,8 +8,57 @@
  * row of B. A is read through two strides, so a tile and its transpose are
  * both an A. B's rows are 16-float multiples: the head dim is padded to Dp
  * (the problem's operands copied when D is not a multiple of 16), and the
- * keys' transposes (kt, vt) are padded to Tp columns. */
+ * keys' transposes (kt, vt) are padded to Tp columns.
+ *
+ * With AT_DP defined (the AVX512-BF16 copy, bfloat16 operands), A and B
+ * hold 32-bit words of two bfloat16 values that are neighbours along k:
+ * vdpbf16ps multiplies a broadcast word of A with 16 words of B and adds
+ * both products to float32 sums, so a loop step takes two values of k. q
+ * and dO are rows of such words as they stand (pairs along D); k and v are
+ * transposed as words (pairs along D, for q k^T and dO v^T), or paired two
+ * rows at a time (pairs along T, for P v, dS k, and, q and dO, for dS^T q
+ * and P^T dO); the probabilities and dS are rounded to bfloat16 per tile,
+ * as flash attention does, after softmax's statistics were taken in
+ * float32. */
 #define AT_FN(x) CAT3(x, ISA_SUF, )
+
+#ifdef AT_DP
+#define AT_EL uint32_t /* two bfloat16 */
+
+/* C (mr x 16 nv) = (add ? C : 0) + A (mr x 2k) B (2k x 16 nv), A and B
+ * words of bfloat16 pairs along k; as the float32 mk below. */
+static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const int nv, int add, int64_t k,
+                                                            const AT_EL *A, int64_t ars, int64_t acs, const AT_EL *B,
+                                                            int64_t ldb, float *C, int64_t ldc) {
+    __m512 c[MR][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (r < mr && v < nv) c[r][v] = add ? _mm512_loadu_ps(C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < k; p++) {
+        __m512bh b[4];
+        const AT_EL *bp = B + p * ldb;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (v < nv) b[v] = (__m512bh)_mm512_loadu_si512(bp + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            if (r >= mr) continue;
+            __m512bh a = (__m512bh)_mm512_set1_epi32((int)A[r * ars + p * acs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
+                if (v < nv) c[r][v] = _mm512_dpbf16_ps(c[r][v], a, b[v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (r < mr && v < nv) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+#else
+#define AT_EL float
 
 /* C (mr x 16 nv) = (add ? C : 0) + A (mr x k) B (k x 16 nv), mr and nv
  * constants at each call (the accumulators stay in registers). */
@@ -43,6 +92,7 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
         for (int v = 0; v < 4; v++)
             if (r < mr && v < nv) V16(C + r * ldc + 16 * v) = c[r][v];
 }
+#endif
 
 #define AT_MK(R, NV) AT_FN(mk)(R, NV, add, k, a, ars, acs, b, ldb, c, ldc)
 #define AT_MK_ROWS(NV)                                                                                                 \
@@ -55,14 +105,15 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
     default: AT_MK(1, NV); break;                                                                                      \
     }
 
-/* C (m x n) = (add ? C : 0) + A (m x k) B (k x n), n a multiple of 16. */
-static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const float *A, int64_t ars, int64_t acs,
-                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+/* C (m x n) = (add ? C : 0) + A (m x k) B (k x n), n a multiple of 16
+ * (AT_DP: k words of A's rows and B's columns, 2k products). */
+static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const AT_EL *A, int64_t ars, int64_t acs,
+                      const AT_EL *B, int64_t ldb, float *C, int64_t ldc) {
     for (int64_t j = 0; j < n; j += 64) {
         int nv = n - j >= 64 ? 4 : (int)(n - j) / 16;
         for (int64_t i = 0; i < m; i += MR) {
             int mr = m - i >= MR ? MR : (int)(m - i);
-            const float *a = A + i * ars, *b = B + j;
+            const AT_EL *a = A + i * ars, *b = B + j;
             float *c = C + i * ldc + j;
             switch (nv) {
             case 4: AT_MK_ROWS(4) break;
@@ -107,22 +158,178 @@ static void AT_FN(transpose)(const float *x, int64_t T, int64_t Dp, int64_t ld, 
 }
 #undef AT_ROUND
 
+#ifndef AT_DP /* the widening copies' */
+/* dst[0, Dp) = row x[0, D) as floats, zero past D. (Here, not in
+ * attention.c: vectorized per instruction set.) */
+static void AT_FN(widen_row)(float *dst, const void *x, int bf16, int64_t D, int64_t Dp) {
+    if (bf16) {
+        const uint16_t *h = x;
+        OMP_SIMD for (int64_t c = 0; c < D; c++) dst[c] = bf16_to_f32(h[c]);
+    } else {
+        memcpy(dst, x, (size_t)D * sizeof *dst);
+    }
+    memset(dst + D, 0, (size_t)(Dp - D) * sizeof *dst);
+}
+#endif
+
+/* Output row y[off, off + n) = mul * x, rounded to bfloat16 if bf16. */
+static void AT_FN(put_row)(void *y, int bf16, int64_t off, const float *x, float mul, int64_t n) {
+    if (bf16) {
+        uint16_t *h = (uint16_t *)y + off;
+        OMP_SIMD for (int64_t c = 0; c < n; c++) h[c] = bf16_from_f32(x[c] * mul);
+    } else {
+        float *f = (float *)y + off;
+        OMP_SIMD for (int64_t c = 0; c < n; c++) f[c] = x[c] * mul;
+    }
+}
+
+#ifdef AT_DP
+/* Rows of T bfloat16 (x, ld elements apart) as T rows of Dw words: word
+ * c holds x[2c] (low half) and x[2c + 1], zero past D. */
+static void AT_FN(words)(const uint16_t *x, int64_t ld, int64_t T, int64_t D, int64_t Dw, uint32_t *w) {
+    for (int64_t i = 0; i < T; i++) {
+        const uint16_t *xi = x + i * ld;
+        uint32_t *wi = w + i * Dw;
+        OMP_SIMD for (int64_t c = 0; c < D / 2; c++) wi[c] = (uint32_t)xi[2 * c] | (uint32_t)xi[2 * c + 1] << 16;
+        if (D & 1) wi[D / 2] = xi[D - 1];
+        for (int64_t c = (D + 1) / 2; c < Dw; c++) wi[c] = 0;
+    }
+}
+
+/* Rows of T bfloat16 (x, ld elements apart) paired: word (r, c) of w
+ * (Tp / 2 rows of Dp) holds x[2r][c] (low half) and x[2r + 1][c], zero
+ * past T and past D. */
+static void AT_FN(pairs)(const uint16_t *x, int64_t ld, int64_t T, int64_t D, int64_t Dp, int64_t Tp, uint32_t *w) {
+    static const uint16_t zero[DMAX];
+    for (int64_t r = 0; r < Tp / 2; r++) {
+        const uint16_t *lo = 2 * r < T ? x + 2 * r * ld : zero, *hi = 2 * r + 1 < T ? x + (2 * r + 1) * ld : zero;
+        uint32_t *wr = w + r * Dp;
+        OMP_SIMD for (int64_t c = 0; c < D; c++) wr[c] = (uint32_t)lo[c] | (uint32_t)hi[c] << 16;
+        for (int64_t c = D; c < Dp; c++) wr[c] = 0;
+    }
+}
+
+/* Problem bh's bfloat16 operands (forward: in q, k, v; backward: g, q, k,
+ * v, out) as the words of prob (AT_DP), in mem (prob_words(a) words). */
+static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *mem, prob *p) {
+    int64_t T = a->g.T, D = a->g.D, ld[4] = {0}, Dp = up16(D), Tp = up16(T), Dw = up16((D + 1) / 2);
+    int bwd = a->bwd;
+    const uint16_t *q = operand(a, in, bwd, bh, &ld[0]), *k = operand(a, in, bwd + 1, bh, &ld[1]);
+    const uint16_t *v = operand(a, in, bwd + 2, bh, &ld[2]), *g = bwd ? operand(a, in, 0, bh, &ld[3]) : NULL;
+    float *next = mem;
+    uint32_t *tmp = (uint32_t *)take(&next, T * Dw), *qw = (uint32_t *)take(&next, T * Dw);
+    p->D = D, p->Dp = Dp, p->Tp = Tp, p->kw = (D + 1) / 2, p->Dw = Dw;
+    AT_FN(words)(q, ld[0], T, D, Dw, qw);
+    p->qw = qw;
+    AT_FN(words)(k, ld[1], T, D, Dw, tmp);
+    p->ktw = (uint32_t *)take(&next, Dw * Tp);
+    AT_FN(transpose)((const float *)tmp, T, Dw, Dw, Tp, (float *)p->ktw); /* bits moved, not read as floats */
+    if (!bwd) {
+        AT_FN(pairs)(v, ld[2], T, D, Dp, Tp, p->vp = (uint32_t *)take(&next, Tp / 2 * Dp));
+        return;
+    }
+    AT_FN(words)(v, ld[2], T, D, Dw, tmp);
+    p->vtw = (uint32_t *)take(&next, Dw * Tp);
+    AT_FN(transpose)((const float *)tmp, T, Dw, Dw, Tp, (float *)p->vtw);
+    uint32_t *gw = (uint32_t *)take(&next, T * Dw);
+    AT_FN(words)(g, ld[3], T, D, Dw, gw);
+    p->gw = gw;
+    AT_FN(pairs)(k, ld[1], T, D, Dp, Tp, p->kp = (uint32_t *)take(&next, Tp / 2 * Dp));
+    AT_FN(pairs)(q, ld[0], T, D, Dp, Tp, p->qp = (uint32_t *)take(&next, Tp / 2 * Dp));
+    AT_FN(pairs)(g, ld[3], T, D, Dp, Tp, p->gp = (uint32_t *)take(&next, Tp / 2 * Dp));
+    p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * Dp);
+    p->dk = take(&next, 2 * BK * Dp), p->dv = p->dk + BK * Dp;
+}
+
+/* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
+ * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
+static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
+    AT_FN(mm)(0, ni, up16(nj), p->kw, p->qw + i0 * p->Dw, p->Dw, 1, p->ktw + j0, p->Tp, s, BK);
+}
+
+/* w (ni rows of BK / 2 words) = the first n columns (a multiple of 16) of
+ * tile s (ni rows of BK) rounded to bfloat16: pairs along the row. */
+static void AT_FN(pack_rows)(const float *s, int64_t ni, int64_t n, uint32_t *w) {
+    for (int64_t i = 0; i < ni; i++)
+        for (int64_t j = 0; j < n; j += 16)
+            _mm256_storeu_si256((__m256i *)((uint16_t *)(w + i * (BK / 2)) + j),
+                                (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + i * BK + j)));
+}
+
+/* w ((ni + 1) / 2 rows of BK words) = the first n columns of tile s (ni
+ * rows of BK) rounded to bfloat16, rows paired: word (r, j) holds s[2r][j]
+ * (low half) and s[2r + 1][j] (0 past ni). */
+static void AT_FN(pack_cols)(const float *s, int64_t ni, int64_t n, uint32_t *w) {
+    for (int64_t r = 0; 2 * r < ni; r++)
+        for (int64_t j = 0; j < n; j += 16) {
+            __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + 2 * r * BK + j)));
+            __m512i hi = _mm512_setzero_si512();
+            if (2 * r + 1 < ni)
+                hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + (2 * r + 1) * BK + j)));
+            _mm512_storeu_si512(w + r * BK + j, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+}
+
+/* acc (ni rows of Dp) += P v for keys [j0, j0 + nj), P the tile s (ni rows
+ * of BK, 0 past nj) rounded to bfloat16. */
+static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, const float *s, float *acc) {
+    uint32_t w[BQ * BK / 2];
+    AT_FN(pack_rows)(s, ni, up16(nj), w);
+    AT_FN(mm)(1, ni, p->Dp, (nj + 1) / 2, w, BK / 2, 1, p->vp + j0 / 2 * p->Dp, p->Dp, acc, p->Dp);
+}
+
+/* dp (ni rows of BK) = dO v^T for query rows [i0, i0 + ni), keys [j0, j0 + nj). */
+static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *dp) {
+    AT_FN(mm)(0, ni, up16(nj), p->kw, p->gw + i0 * p->Dw, p->Dw, 1, p->vtw + j0, p->Tp, dp, BK);
+}
+
+/* The tile pair's share of the gradients: dv += P^T dO, dk += dS^T q, dq
+ * += dS k (s: P, ds: dS, ni rows of BK, zero from nj to nj rounded up to
+ * 16), P and dS rounded to bfloat16, as PyTorch's CPU flash attention
+ * does (its attn_reduced and grad_attn_reduced). */
+static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *s,
+                         const float *ds) {
+    int64_t Dp = p->Dp, njp = up16(nj), h = (ni + 1) / 2;
+    uint32_t w[BQ * BK / 2];
+    AT_FN(pack_cols)(s, ni, njp, w);
+    AT_FN(mm)(1, nj, Dp, h, w, 1, BK, p->gp + i0 / 2 * Dp, Dp, p->dv, Dp);
+    AT_FN(pack_cols)(ds, ni, njp, w);
+    AT_FN(mm)(1, nj, Dp, h, w, 1, BK, p->qp + i0 / 2 * Dp, Dp, p->dk, Dp);
+    AT_FN(pack_rows)(ds, ni, njp, w);
+    AT_FN(mm)(1, ni, Dp, (nj + 1) / 2, w, BK / 2, 1, p->kp + j0 / 2 * Dp, Dp, p->dq + i0 * Dp, Dp);
+}
+
+/* Row i of dO (as its bfloat16 words hold it) dotted with o (D values,
+ * bfloat16: bf16 is always 1 here). */
+static float AT_FN(g_dot)(const prob *p, int64_t i, const void *ov, int bf16) {
+    const uint32_t *gi = p->gw + i * p->Dw;
+    const uint16_t *o = ov;
+    float d = 0;
+    (void)bf16;
+    OMP_SIMD_SUM(d) for (int64_t c = 0; c < p->D; c++) {
+        uint16_t h = (uint16_t)(gi[c / 2] >> (c & 1 ? 16 : 0));
+        d += bf16_to_f32(h) * bf16_to_f32(o[c]);
+    }
+    return d;
+}
+#else
 /* Problem bh's operands (forward: in q, k, v; backward: g, q, k, v, out)
- * into p, copies and buffers in mem (prob_floats(a) floats). */
+ * into p, copies and buffers in mem (prob_floats(a) floats): float32
+ * operands whose D is a multiple of 16 are read in place, the others
+ * copied as float32 rows padded to Dp. */
 static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *mem, prob *p) {
     int64_t T = a->g.T, D = a->g.D, ld[4] = {0};
     int bwd = a->bwd;
-    const float *src[4] = {operand(a, in, bwd, bh, &ld[0]), operand(a, in, bwd + 1, bh, &ld[1]),
-                           operand(a, in, bwd + 2, bh, &ld[2]), bwd ? operand(a, in, 0, bh, &ld[3]) : NULL};
+    const void *src[4] = {operand(a, in, bwd, bh, &ld[0]), operand(a, in, bwd + 1, bh, &ld[1]),
+                          operand(a, in, bwd + 2, bh, &ld[2]), bwd ? operand(a, in, 0, bh, &ld[3]) : NULL};
     float *next = mem;
     p->D = D, p->Dp = up16(D), p->Tp = up16(T);
-    if (D != p->Dp) {
+    if (D != p->Dp || a->bf16) {
+        size_t es = a->bf16 ? 2 : 4;
         for (int o = 0; o < 3 + bwd; o++) {
             float *c = take(&next, T * p->Dp);
-            for (int64_t i = 0; i < T; i++) {
-                memcpy(c + i * p->Dp, src[o] + i * ld[o], (size_t)D * sizeof *c);
-                memset(c + i * p->Dp + D, 0, (size_t)(p->Dp - D) * sizeof *c);
-            }
+            for (int64_t i = 0; i < T; i++)
+                AT_FN(widen_row)(c + i * p->Dp, (const char *)src[o] + (size_t)(i * ld[o]) * es, a->bf16, D, p->Dp);
             src[o] = c, ld[o] = p->Dp;
         }
     }
@@ -141,6 +348,41 @@ static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int
     AT_FN(mm)(0, ni, up16(nj), p->D, p->q + i0 * p->ldq, p->ldq, 1, p->kt + j0, p->Tp, s, BK);
 }
 
+/* acc (ni rows of Dp) += P v for keys [j0, j0 + nj), P the tile s (ni rows of BK). */
+static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, const float *s, float *acc) {
+    AT_FN(mm)(1, ni, p->Dp, nj, s, BK, 1, p->v + j0 * p->ldv, p->ldv, acc, p->Dp);
+}
+
+/* dp (ni rows of BK) = dO v^T for query rows [i0, i0 + ni), keys [j0, j0 + nj). */
+static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *dp) {
+    AT_FN(mm)(0, ni, up16(nj), p->D, p->g + i0 * p->ldg, p->ldg, 1, p->vt + j0, p->Tp, dp, BK);
+}
+
+/* The tile pair's share of the gradients: dv += P^T dO, dk += dS^T q, dq
+ * += dS k (s: P, ds: dS, ni rows of BK, zero from nj to nj rounded up to 16). */
+static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *s,
+                         const float *ds) {
+    int64_t Dp = p->Dp;
+    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p->g + i0 * p->ldg, p->ldg, p->dv, Dp);
+    AT_FN(mm)(1, nj, Dp, ni, ds, 1, BK, p->q + i0 * p->ldq, p->ldq, p->dk, Dp);
+    AT_FN(mm)(1, ni, Dp, nj, ds, BK, 1, p->k + j0 * p->ldk, p->ldk, p->dq + i0 * Dp, Dp);
+}
+
+/* Row i of dO dotted with o (D values, bfloat16 if bf16). */
+static float AT_FN(g_dot)(const prob *p, int64_t i, const void *o, int bf16) {
+    const float *gi = p->g + i * p->ldg;
+    float d = 0;
+    if (bf16) {
+        const uint16_t *h = o;
+        OMP_SIMD_SUM(d) for (int64_t c = 0; c < p->D; c++) d += gi[c] * bf16_to_f32(h[c]);
+    } else {
+        const float *f = o;
+        OMP_SIMD_SUM(d) for (int64_t c = 0; c < p->D; c++) d += gi[c] * f[c];
+    }
+    return d;
+}
+#endif
+
 /* Row si of a score tile (BK floats): scaled, the keys from lim on masked
  * (-inf), its maximum with m returned. */
 static float AT_FN(row_max)(float *si, int64_t lim, float scale, float m) {
@@ -156,9 +398,61 @@ static float AT_FN(row_max)(float *si, int64_t lim, float scale, float m) {
     return m;
 }
 
+#ifdef AT_DP
+/* e^x in 16 lanes, x <= 0 or -inf (scores less their max or log-sum-exp):
+ * 2^n e^r with n = round(x log2 e), r = x - n ln 2 (two steps) in [-ln 2 /
+ * 2, ln 2 / 2] and e^r by its Taylor polynomial of degree 6 (relative
+ * error 1.2e-7, about float's); x below -150 (-inf: masked keys) gives 0.
+ * libmvec's expf took a quarter of this copy's time, and its P is rounded
+ * to bfloat16 (2^-9) before it is multiplied. */
+static inline __m512 AT_FN(exp16)(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-150.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x); /* ln 2's leading bits: n ln2hi exact */
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* x[j] = e^(mul x[j] - sub), j < n (a multiple of 16). */
+static void AT_FN(exp_row)(float *x, int64_t n, float mul, float sub) {
+    __m512 m = _mm512_set1_ps(mul), s = _mm512_set1_ps(sub);
+    for (int64_t j = 0; j < n; j += 16)
+        _mm512_storeu_ps(x + j, AT_FN(exp16)(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), m, s)));
+}
+
+/* P and dS of a backward tile's row, keys j < lim: si[j] = P = e^(scale
+ * si[j] - lse), dpi[j] = dS = scale P (dpi[j] - di) (past lim: anything,
+ * the caller zeroes them). */
+static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
+    AT_FN(exp_row)(si, up16(lim), scale, lse);
+    OMP_SIMD for (int64_t j = 0; j < lim; j++) dpi[j] = scale * si[j] * (dpi[j] - di);
+}
+#else
+/* As the AT_DP p_ds above, with libmvec's expf. */
+static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
+    OMP_SIMD for (int64_t j = 0; j < lim; j++) {
+        float pij = expf(si[j] * scale - lse);
+        si[j] = pij;
+        dpi[j] = scale * pij * (dpi[j] - di);
+    }
+}
+#endif
+
 /* si[j] = exp(si[j] - mx) for the whole row (masked keys give 0); their sum. */
 static float AT_FN(row_exp)(float *si, float mx) {
+#ifdef AT_DP
+    AT_FN(exp_row)(si, BK, 1.0f, mx);
+#else
     OMP_SIMD for (int j = 0; j < BK; j++) si[j] = expf(si[j] - mx);
+#endif
     v16 sv = V16(si);
     for (int j = 16; j < BK; j += 16) sv += V16(si + j);
     float sum = 0;
@@ -166,9 +460,11 @@ static float AT_FN(row_exp)(float *si, float mx) {
     return sum;
 }
 
-/* One query tile [i0, i0 + ni) of a problem: o rows, or, if lse is given,
- * each row's log-sum-exp (the backward's first sweep; v is not read). */
-static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0, int64_t ni, float *o, float *lse) {
+/* One query tile [i0, i0 + ni) of a problem: o rows (the output's, from
+ * element o_off on), or, if lse is given, each row's log-sum-exp (the
+ * backward's first sweep; v is not read). */
+static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0, int64_t ni, void *o, int64_t o_off,
+                            float *lse) {
     int64_t D = p->D, Dp = p->Dp, kend = att_kend(a, i0, ni);
     float s[BQ * BK], m[BQ], l[BQ], acc[BQ * DMAX];
     for (int64_t i = 0; i < ni; i++) m[i] = -INFINITY, l[i] = 0;
@@ -195,20 +491,19 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
             if (a->g.p > 0)
                 for (int64_t j = 0; j < lim; j++) si[j] *= att_drop(a, bh, i0 + i, j0 + j);
         }
-        if (!lse) AT_FN(mm)(1, ni, Dp, nj, s, BK, 1, p->v + j0 * p->ldv, p->ldv, acc, Dp);
+        if (!lse) AT_FN(pv)(p, ni, j0, nj, s, acc);
     }
     for (int64_t i = 0; i < ni; i++) {
         if (lse) {
             lse[i] = m[i] + logf(l[i]);
             continue;
         }
-        float inv = 1.0f / l[i];
-        OMP_SIMD for (int64_t c = 0; c < D; c++) o[(i0 + i) * D + c] = acc[i * Dp + c] * inv;
+        AT_FN(put_row)(o, a->bf16, o_off + (i0 + i) * D, acc + i * Dp, 1.0f / l[i], D);
     }
 }
 
 /* buf: prob_floats(a) floats for each of nthr threads. */
-static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf, int nthr) {
+static void AT_FN(forward)(const att *a, void *const *in, void *out, float *buf, int nthr) {
     int64_t nt = (a->g.T + BQ - 1) / BQ, TD = a->g.T * a->g.D;
     size_t per = prob_floats(a);
     /* A problem's tiles to one thread when there are problems enough: its
@@ -223,7 +518,7 @@ static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf
         for (int64_t t = 0; t < a->g.BH * nt; t++) {
             int64_t bh = t / nt, i0 = t % nt * BQ, ni = a->g.T - i0 < BQ ? a->g.T - i0 : BQ;
             if (bh != have) AT_FN(prob_load)(a, in, bh, mine, &p), have = bh;
-            AT_FN(tile_fwd)(a, &p, bh, i0, ni, out + bh * TD, NULL);
+            AT_FN(tile_fwd)(a, &p, bh, i0, ni, out, bh * TD, NULL);
         }
     }
 }
@@ -235,7 +530,7 @@ static void AT_FN(forward)(const att *a, void *const *in, float *out, float *buf
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
  * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
  * prob_floats(a) floats for each of nthr threads. */
-static void AT_FN(backward)(const att *a, void *const *in, float *out, float *buf, int nthr) {
+static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf, int nthr) {
     int64_t TD = a->g.T * a->g.D, total = a->g.BH * TD, T = a->g.T, D = a->g.D;
     size_t per = prob_floats(a);
 #pragma omp parallel num_threads(nthr)
@@ -246,15 +541,11 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
         for (int64_t bh = 0; bh < a->g.BH; bh++) {
             AT_FN(prob_load)(a, in, bh, mine, &p);
             int64_t Dp = p.Dp;
-            const float *o = (const float *)in[4] + bh * TD;
             for (int64_t i0 = 0; i0 < T; i0 += BQ)
-                AT_FN(tile_fwd)(a, &p, bh, i0, T - i0 < BQ ? T - i0 : BQ, NULL, p.lse + i0);
-            for (int64_t i = 0; i < T; i++) {
-                const float *gi = p.g + i * p.ldg, *oi = o + i * D;
-                float d = 0;
-                OMP_SIMD_SUM(d) for (int64_t c = 0; c < D; c++) d += gi[c] * oi[c];
-                p.di[i] = d;
-            }
+                AT_FN(tile_fwd)(a, &p, bh, i0, T - i0 < BQ ? T - i0 : BQ, NULL, 0, p.lse + i0);
+            for (int64_t i = 0; i < T; i++) /* the output O is contiguous */
+                p.di[i] = AT_FN(g_dot)(&p, i, (const char *)in[4] + (size_t)(bh * TD + i * D) * (a->bf16 ? 2 : 4),
+                                       a->bf16);
             memset(p.dq, 0, (size_t)(T * Dp) * sizeof *p.dq);
             float s[BQ * BK], dp[BQ * BK];
             for (int64_t j0 = 0; j0 < T; j0 += BK) {
@@ -263,7 +554,7 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
                 for (int64_t i0 = a->g.causal ? j0 / BQ * BQ : 0; i0 < T; i0 += BQ) {
                     int64_t ni = T - i0 < BQ ? T - i0 : BQ;
                     AT_FN(scores)(&p, i0, ni, j0, nj, s);
-                    AT_FN(mm)(0, ni, njp, D, p.g + i0 * p.ldg, p.ldg, 1, p.vt + j0, p.Tp, dp, BK);
+                    AT_FN(dp_tile)(&p, i0, ni, j0, nj, dp);
                     for (int64_t i = 0; i < ni; i++) {
                         float *si = s + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
                         float scale = a->scale;
@@ -276,27 +567,21 @@ static void AT_FN(backward)(const att *a, void *const *in, float *out, float *bu
                                 dpi[j] = scale * pij * (dpi[j] * mij - di);
                             }
                         } else {
-                            OMP_SIMD for (int64_t j = 0; j < lim; j++) {
-                                float pij = expf(si[j] * scale - lse);
-                                si[j] = pij;
-                                dpi[j] = scale * pij * (dpi[j] - di);
-                            }
+                            AT_FN(p_ds)(si, dpi, lim, scale, lse, di);
                         }
                         for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
                     }
-                    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p.g + i0 * p.ldg, p.ldg, p.dv, Dp);
-                    AT_FN(mm)(1, nj, Dp, ni, dp, 1, BK, p.q + i0 * p.ldq, p.ldq, p.dk, Dp);
-                    AT_FN(mm)(1, ni, Dp, nj, dp, BK, 1, p.k + j0 * p.ldk, p.ldk, p.dq + i0 * Dp, Dp);
+                    AT_FN(grads)(&p, i0, ni, j0, nj, s, dp);
                 }
-                float *dk = out + total + bh * TD, *dv = out + 2 * total + bh * TD;
                 for (int64_t j = 0; j < nj; j++) {
-                    memcpy(dk + (j0 + j) * D, p.dk + j * Dp, (size_t)D * sizeof *dk);
-                    memcpy(dv + (j0 + j) * D, p.dv + j * Dp, (size_t)D * sizeof *dv);
+                    AT_FN(put_row)(out, a->bf16, total + bh * TD + (j0 + j) * D, p.dk + j * Dp, 1.0f, D);
+                    AT_FN(put_row)(out, a->bf16, 2 * total + bh * TD + (j0 + j) * D, p.dv + j * Dp, 1.0f, D);
                 }
             }
-            for (int64_t i = 0; i < T; i++) memcpy(out + bh * TD + i * D, p.dq + i * Dp, (size_t)D * sizeof *out);
+            for (int64_t i = 0; i < T; i++) AT_FN(put_row)(out, a->bf16, bh * TD + i * D, p.dq + i * Dp, 1.0f, D);
         }
     }
 }
 
 #undef AT_FN
+#undef AT_EL

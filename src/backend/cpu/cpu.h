@@ -227,13 +227,17 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
  * ops; the output of x's shape) all float32 or all bfloat16, the
  * parameters and LN_BWD_PARAMS's sums float32. */
 int cpu_ln_ok(const exec_graph *g, const gnode *y);
-/* ATTENTION and ATTENTION_BWD (attention.c), float32: tiled, no T x T
- * buffer; -1 for head dims it does not take (the reference runs). */
+/* ATTENTION and ATTENTION_BWD (attention.c), float32 or bfloat16: tiled,
+ * no T x T buffer; -1 for nodes it does not take (the reference runs). */
 int cpu_attention_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
                       uint8_t views, cpu_scratch scratch);
+/* Does attention.c take node y: an ATTENTION or ATTENTION_BWD whose
+ * operands and output are all float32 or all bfloat16 (the api makes them
+ * one dtype), head dim at most 128? */
+int cpu_attention_ok(const exec_graph *g, const gnode *y);
 /* Can attention node y read operand i in place through its view (an
- * AS_STRIDED of float32 whose last dim is contiguous)? fuse.c then points
- * the kernel at the view's base (kernel.views). */
+ * AS_STRIDED whose last dim is contiguous, of a node the kernel takes)?
+ * fuse.c then points the kernel at the view's base (kernel.views). */
 int cpu_attention_view_ok(const exec_graph *g, const gnode *y, int i);
 size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
 /* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64

@@ -259,7 +259,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
         return cpu_cross_entropy_run(g, y, in, sc, out);
     int as_bwd_bf16 = y->op == LT_OP_AS_STRIDED_BACKWARD && y->dtype == LT_BF16 && a0->dtype == LT_BF16;
     /* else float32 or bfloat16 activations */
-    if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y) && !cpu_ln_ok(g, y) && !as_bwd_bf16) {
+    if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y) && !cpu_ln_ok(g, y) && !cpu_attention_ok(g, y) && !as_bwd_bf16) {
         if (y->dtype != LT_F32) return -1;
         for (int i = 0; i < y->nin; i++)
             if (g->nodes[y->in[i]].dtype != LT_F32) return -1;
