@@ -7,6 +7,7 @@
  * rounding), and rows run in parallel. Overlapping or expanded windows
  * keep the reference kernel (a sum per offset, in double). */
 #include "cpu.h"
+
 #include "simd.h"
 
 #include <string.h>
@@ -31,6 +32,30 @@ static int one_to_one(int nd, const int64_t *shape, const int64_t *str) {
     return 1;
 }
 
+/* The window as add_rows reads it: g's shape, the strides and offset in
+ * out, the rows' length and stride. */
+typedef struct sgeom {
+    int nd;
+    const int64_t *shape, *str;
+    int64_t off, inner, s;
+} sgeom;
+
+#define ISA_EACH "strided_grad_body.h"
+#include "isa_copies.h"
+
+typedef void (*add_rows_fn)(const sgeom *, int, const void *, void *, int64_t, int64_t);
+
+static add_rows_fn add_rows(void) {
+#ifdef HAVE_ISA
+    switch (core_isa()) {
+    case 2: return add_rows_avx512;
+    case 1: return add_rows_avx2;
+    default: break;
+    }
+#endif
+    return add_rows_base;
+}
+
 int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, const void *base, void *out) {
     int nd = gn->ndim, bf16 = y->dtype == LT_BF16;
     const int64_t *str = y->ia, *shape = gn->shape;
@@ -44,31 +69,11 @@ int cpu_as_strided_backward(const gnode *y, const gnode *gn, const void *g, cons
             else memset((char *)out + (size_t)i * es, 0, (size_t)n * es);
         }
     if (gn->numel == 0) return 0;
-    int64_t inner = nd ? shape[nd - 1] : 1, s = nd ? str[nd - 1] : 1, rows = gn->numel / inner;
+    sgeom q = {nd, shape, str, y->ia[nd], nd ? shape[nd - 1] : 1, nd ? str[nd - 1] : 1};
+    int64_t rows = gn->numel / q.inner;
+    add_rows_fn f = add_rows();
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t off = y->ia[nd], q = r; /* row r's offset: its index over the outer dims, mixed radix */
-        for (int d = nd - 2; d >= 0; d--) {
-            off += q % shape[d] * str[d];
-            q /= shape[d];
-        }
-        if (bf16) { /* the sum in float, rounded: the reference's (0 + -0 is +0) */
-            const uint16_t *c = (const uint16_t *)g + r * inner;
-            uint16_t *w = (uint16_t *)out + off;
-            if (s == 1) {
-                OMP_SIMD for (int64_t j = 0; j < inner; j++) w[j] = bf16_from_f32(bf16_to_f32(w[j]) + bf16_to_f32(c[j]));
-            } else {
-                for (int64_t j = 0; j < inner; j++) w[j * s] = bf16_from_f32(bf16_to_f32(w[j * s]) + bf16_to_f32(c[j]));
-            }
-            continue;
-        }
-        const float *c = (const float *)g + r * inner;
-        float *w = (float *)out + off;
-        if (s == 1) {
-            for (int64_t j = 0; j < inner; j++) w[j] += c[j];
-        } else {
-            for (int64_t j = 0; j < inner; j++) w[j * s] += c[j];
-        }
-    }
+    for (int64_t r0 = 0; r0 < rows; r0 += 256) /* blocks of rows: one mixed-radix division per block */
+        f(&q, bf16, g, out, r0, r0 + 256 < rows ? r0 + 256 : rows);
     return 0;
 }
