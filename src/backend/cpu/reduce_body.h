@@ -2,25 +2,33 @@
  * once per type (T, FN, TM: see typed.h) and instruction set. Each
  * works on one contiguous run; reduce.c and softmax.c split the work. Sums
  * of float32 accumulate in double (then round once, like the reference);
- * max/min work on s * x with s = +1 or -1, so one loop serves both. */
+ * max/min work on s * x with s = +1 or -1, so one loop serves both.
+ * reduce_bf16_body.h includes the four reductions alone (RB_ONLY) with
+ * elements E read as T by LD: bfloat16 widened to float (exact). */
+#ifndef LD
+#define E T
+#define LD(v) (v)
+#define RB_DEFAULT_LD
+#endif
 
 /* Sum of x[0, n) in double. */
 static double FN(sum)(const void *x_, int64_t n) {
-    const T *x = x_;
+    const E *x = x_;
     double s = 0;
     OMP_SIMD_SUM(s)
-    for (int64_t i = 0; i < n; i++) s += (double)x[i];
+    for (int64_t i = 0; i < n; i++) s += (double)LD(x[i]);
     return s;
 }
 
 /* Max of s * x[0, n); NaN if any element is NaN. n > 0. */
 static double FN(max)(const void *x_, int64_t n, double sd) {
-    const T *x = x_, s = (T)sd;
+    const E *x = x_;
+    const T s = (T)sd;
     T m = -(T)INFINITY;
     int nan = 0;
     OMP_SIMD_MAX(m, nan)
     for (int64_t i = 0; i < n; i++) {
-        T v = s * x[i];
+        T v = s * LD(x[i]);
         m = v > m ? v : m;
         nan |= v != v;
     }
@@ -33,32 +41,35 @@ static double FN(max)(const void *x_, int64_t n, double sd) {
  * were bound by acc's loads and stores. In double throughout, so the sum
  * is the reference's up to the order of double additions. */
 static void FN(csum)(double *restrict acc, const void *x_, int64_t n, int64_t rows, int64_t ld) {
-    const T *restrict x = x_;
+    const E *restrict x = x_;
     int64_t r = 0;
+#define RB_AT(k) (double)LD(x0[(k) * ld + i])
     for (; r + 8 <= rows; r += 8) {
-        const T *x0 = x + r * ld;
+        const E *x0 = x + r * ld;
         OMP_SIMD for (int64_t i = 0; i < n; i++) {
-            double p = ((double)x0[i] + (double)x0[ld + i]) + ((double)x0[2 * ld + i] + (double)x0[3 * ld + i]);
-            double q = ((double)x0[4 * ld + i] + (double)x0[5 * ld + i]) + ((double)x0[6 * ld + i] + (double)x0[7 * ld + i]);
+            double p = (RB_AT(0) + RB_AT(1)) + (RB_AT(2) + RB_AT(3));
+            double q = (RB_AT(4) + RB_AT(5)) + (RB_AT(6) + RB_AT(7));
             acc[i] += p + q;
         }
     }
+#undef RB_AT
     for (; r < rows; r++) {
-        const T *xr = x + r * ld;
-        OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)xr[i];
+        const E *xr = x + r * ld;
+        OMP_SIMD for (int64_t i = 0; i < n; i++) acc[i] += (double)LD(xr[i]);
     }
 }
 
 /* acc[i] = best of (acc[i], s * x[i]): the first NaN wins and stays, as in
  * the reference. */
 static void FN(cmax)(double *restrict acc, const void *x_, int64_t n, double s) {
-    const T *restrict x = x_;
+    const E *restrict x = x_;
     OMP_SIMD for (int64_t i = 0; i < n; i++) {
-        double v = s * (double)x[i], a = acc[i];
+        double v = s * (double)LD(x[i]), a = acc[i];
         acc[i] = a == a && (v > a || v != v) ? v : a;
     }
 }
 
+#ifndef RB_ONLY
 /* First index of the max of s * x[0, n) (of the first NaN if any). n > 0. */
 static int64_t FN(argrow)(const void *x_, int64_t n, double s) {
     const T *x = x_;
@@ -114,3 +125,12 @@ static void FN(softmax)(void *out_, const void *x_, int64_t n, int logsm) {
 }
 
 static const rkern FN(kern) = {FN(sum), FN(max), FN(csum), FN(cmax), FN(argrow), FN(argcol), FN(softmax)};
+#else
+static const rkern FN(kern) = {FN(sum), FN(max), FN(csum), FN(cmax), NULL, NULL, NULL};
+#endif
+
+#ifdef RB_DEFAULT_LD
+#undef E
+#undef LD
+#undef RB_DEFAULT_LD
+#endif
