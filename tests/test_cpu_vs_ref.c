@@ -432,6 +432,20 @@ TEST(reductions_softmax_matmul) {
     matmul_cases();
 }
 
+/* A few NaNs and infinities written into x in place (strided slices of
+ * its flat view, from random starts). */
+static void add_specials(lt_tensor *x) {
+    lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
+    int64_t n = lt_numel(flat);
+    double sv[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
+        lt_fill_(e, sv[k]);
+        lt_free(e);
+    }
+    lt_free(flat);
+}
+
 /* Reductions big enough for the threaded and split paths of reduce.c, every
  * axis pattern it canonicalizes (and one it leaves to the reference), plus
  * NaN and infinities; random axis subsets on small shapes. */
@@ -457,17 +471,7 @@ static void fast_reduction_cases(void) {
         for (int dt = 0; dt < 2; dt++)
             for (int special = 0; special < 2; special++) {
                 lt_tensor *x = rand_tensor((lt_dtype)dt, C[c].nd, C[c].s, 0);
-                if (special) { /* a few NaNs and infinities, through in-place writes */
-                    lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
-                    int64_t n = lt_numel(flat);
-                    double sv[3] = {NAN, INFINITY, -INFINITY};
-                    for (int k = 0; k < 3; k++) {
-                        lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
-                        lt_fill_(e, sv[k]);
-                        lt_free(e);
-                    }
-                    lt_free(flat);
-                }
+                if (special) add_specials(x);
                 for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
                     rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
                     memcpy(r.axes, C[c].axes, sizeof C[c].axes);
@@ -536,17 +540,7 @@ static void bf16_reduction_cases(void) {
     for (size_t c = 0; c < sizeof C / sizeof C[0]; c++)
         for (int special = 0; special < 2; special++) {
             lt_tensor *x = rand_tensor(LT_BF16, C[c].nd, C[c].s, 0);
-            if (special) {
-                lt_tensor *flat = lt_reshape(x, 1, (int64_t[]){-1});
-                int64_t n = lt_numel(flat);
-                double sv[3] = {NAN, INFINITY, -INFINITY};
-                for (int k = 0; k < 3; k++) {
-                    lt_tensor *e = lt_slice(flat, 0, (int64_t)rint_((int)n), -1, n / 2 + 1);
-                    lt_fill_(e, sv[k]);
-                    lt_free(e);
-                }
-                lt_free(flat);
-            }
+            if (special) add_specials(x);
             for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
                 rctx r = {ops[o], C[c].naxes, {0}, (int)(c & 1), x, NULL};
                 memcpy(r.axes, C[c].axes, sizeof C[c].axes);
