@@ -75,11 +75,14 @@ void net_free(cli_net *n) {
 const char *net_describe(const cli_net *n) { return n->desc; }
 double net_optim_state_bytes(const cli_net *n) { return n ? (double)lt_optim_state_bytes(n->opt) : 0; }
 
-lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
-    lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
-    if (n->bf16) lt_autocast_begin(LT_BF16); /* as torch.autocast: forward and loss, not backward */
+/* The mean cross entropy of x's logits over targets y, a language model's
+ * (B, T, V) over (B, T) as B * T classifications; under autocast in a bf16
+ * run, as torch.autocast: forward and loss (the logits cast to float32 for
+ * it), not backward. */
+static lt_tensor *forward_loss(cli_net *n, lt_tensor *x, lt_tensor *y) {
+    if (n->bf16) lt_autocast_begin(LT_BF16);
     lt_tensor *logits = lt_model_forward(n->m, x), *flat = NULL, *yf = NULL;
-    if (n->lm && logits) { /* (B, T, V) over (B, T) targets: B * T classifications */
+    if (n->lm && logits) {
         int64_t v = lt_shape(logits)[2], s[2] = {-1, v};
         flat = lt_reshape(logits, 2, s);
         yf = lt_reshape(y, 1, s);
@@ -87,6 +90,12 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
     lt_tensor *loss = lt_cross_entropy(flat ? flat : logits, yf ? yf : y, 0.0);
     if (n->bf16) lt_autocast_end();
     lt_free(logits), lt_free(flat), lt_free(yf);
+    return loss;
+}
+
+lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr) {
+    lt_optim_set_lr(n->opt, lr); /* a runtime scalar: a schedule never recompiles */
+    lt_tensor *loss = forward_loss(n, x, y);
     lt_tensor **p;
     int np = lt_model_params(n->m, &p, NULL);
     /* Several ranks: the gradients are averaged inside the same graph (a
@@ -124,6 +133,15 @@ int net_start(cli_net *n) {
      * would differ from every later one. */
     if (!rc) lt_mark_step();
     return rc || lt_error() ? -1 : 0;
+}
+
+lt_tensor *net_eval_loss(cli_net *n, lt_tensor *x, lt_tensor *y) {
+    lt_model_train(n->m, false);
+    lt_no_grad_begin();
+    lt_tensor *loss = forward_loss(n, x, y);
+    lt_no_grad_end();
+    lt_model_train(n->m, true);
+    return loss;
 }
 
 lt_tensor *net_logits(cli_net *n, lt_tensor *x) {

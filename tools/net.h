@@ -17,6 +17,9 @@ lt_tensor *net_step(cli_net *n, lt_tensor *x, lt_tensor *y, double lr);
  * ranks every rank takes rank 0's parameters and buffers first. 0 or -1
  * (error set). */
 int net_start(cli_net *n);
+/* The training step's loss in evaluation mode, without autograd (a bf16
+ * run's under autocast, so not rounded to bfloat16). New handle. */
+lt_tensor *net_eval_loss(cli_net *n, lt_tensor *x, lt_tensor *y);
 /* Logits in evaluation mode, without autograd. New handle. */
 lt_tensor *net_logits(cli_net *n, lt_tensor *x);
 /* Every tensor of a checkpoint: the model's state under its own (PyTorch)

@@ -31,15 +31,14 @@ static int load_text(const cli_opts *o, data_text *t) {
 
 /* Mean loss over `batches` validation batches, in eval mode. */
 static double val_loss(cli_net *net, const data_text *t, const cli_opts *o, int batches, int64_t *xb, int64_t *yb) {
-    int64_t B = o->batch_size, T = o->block_size, shape[2] = {B, T}, flat = B * T;
+    int64_t shape[2] = {o->batch_size, o->block_size};
     double s = 0;
     for (int k = 0; k < batches; k++) {
-        if (data_text_batch(t, 1, B, T, o->seed, k, xb, yb)) return NAN;
-        lt_tensor *x = lt_from_data(xb, LT_I64, 2, shape), *y = lt_from_data(yb, LT_I64, 1, &flat);
-        lt_tensor *lg = net_logits(net, x), *l2 = lt_reshape(lg, 2, (int64_t[]){flat, 256});
-        lt_tensor *l = lt_cross_entropy(l2, y, 0);
+        if (data_text_batch(t, 1, shape[0], shape[1], o->seed, k, xb, yb)) return NAN;
+        lt_tensor *x = lt_from_data(xb, LT_I64, 2, shape), *y = lt_from_data(yb, LT_I64, 2, shape);
+        lt_tensor *l = net_eval_loss(net, x, y);
         s += lt_item(l);
-        lt_free(x), lt_free(y), lt_free(lg), lt_free(l2), lt_free(l);
+        lt_free(x), lt_free(y), lt_free(l);
     }
     return lt_error() ? NAN : s / batches;
 }
