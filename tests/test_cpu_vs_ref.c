@@ -1481,7 +1481,7 @@ TEST(nn_losses_indexing_dropout) {
  * cpu kernel reads those in place). */
 
 typedef struct tctx {
-    int op, nnorm, causal, temps;
+    int op, nnorm, causal, temps, casts; /* casts: autocast's around a float32 layer norm (bfloat16 g, output) */
     lt_tensor *x, *w, *b, *g, *q, *k, *v, *o, *list[3];
     double p, seed;
 } tctx;
@@ -1489,10 +1489,11 @@ typedef struct tctx {
 static lt_tensor *make_tf(void *p) {
     tctx *c = p;
     lt_tensor *x = c->temps ? lt_mul_scalar(c->x, 1.5) : c->x, *r = NULL;
+    lt_tensor *g = c->casts ? lt_to_dtype(c->g, LT_F32) : c->g;
     switch (c->op) {
     case LT_OP_LAYER_NORM: r = lt_layer_norm(x, c->nnorm, c->w, c->b, 1e-5); break;
-    case LT_OP_LN_BWD_INPUT: r = nn_layer_norm_backward_input(c->g, x, c->w, c->nnorm, 1e-5); break;
-    case LT_OP_LN_BWD_PARAMS: r = nn_layer_norm_backward_params(c->g, x, c->nnorm, 1e-5); break;
+    case LT_OP_LN_BWD_INPUT: r = nn_layer_norm_backward_input(g, x, c->w, c->nnorm, 1e-5); break;
+    case LT_OP_LN_BWD_PARAMS: r = nn_layer_norm_backward_params(g, x, c->nnorm, 1e-5); break;
     case LT_OP_LN_STATS: r = lt_layer_norm_stats(x, c->nnorm, 1e-5); break;
     case LT_OP_ATTENTION:
         lt_manual_seed((uint64_t)c->seed);
@@ -1506,6 +1507,12 @@ static lt_tensor *make_tf(void *p) {
     }
     }
     if (x != c->x) lt_free(x);
+    if (g != c->g) lt_free(g);
+    if (c->casts && c->op != LT_OP_LN_BWD_PARAMS) { /* the next linear's bfloat16 operand */
+        lt_tensor *h = lt_to_dtype(r, LT_BF16);
+        lt_free(r);
+        r = h;
+    }
     return r;
 }
 
@@ -1547,23 +1554,26 @@ static void layer_norm_case(int trial) {
 /* Layer norm over many rows (the small random shapes above have at most
  * 25): LN_BWD_PARAMS' chunks then hold whole blocks of CPU_LN_ROWS rows
  * (ln_body.h's 4-row loop) besides a partial one, row lengths around the
- * vector widths; float32, and bfloat16 activations with float32
- * parameters. The global random stream is put back after: the cases that
- * follow draw as before. */
+ * vector widths; float32, bfloat16 activations with float32 parameters,
+ * and autocast's float32 layer norm between bfloat16 casts (the cpu
+ * backend folds the casts into its kernels: fuse.c's fuse_ln_casts).
+ * The global random stream is put back after: the cases that follow draw
+ * as before. */
 static void layer_norm_rows_cases(void) {
     static const int64_t shapes[][2] = {{131, 37}, {97, 385}, {260, 64}};
     uint64_t keep = rs;
     int bf16 = g_bf16;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 9; k++) {
         tctx c = {0};
-        g_bf16 = k % 2;
+        g_bf16 = k % 3 == 1;
+        c.casts = k % 3 == 2;
         c.nnorm = 1;
-        c.x = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
-        c.g = rand_tensor(LT_F32, 2, shapes[k / 2], 0);
+        c.x = rand_tensor(LT_F32, 2, shapes[k / 3], 0);
+        c.g = rand_tensor(c.casts ? LT_BF16 : LT_F32, 2, shapes[k / 3], 0);
         g_bf16 = 0; /* float32 weight and bias (autocast's mixed layer norm) */
-        if (k != 2) c.w = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
-        if (k != 3) c.b = rand_tensor(LT_F32, 1, shapes[k / 2] + 1, 0);
-        g_bf16 = k % 2;
+        if (k != 3) c.w = rand_tensor(LT_F32, 1, shapes[k / 3] + 1, 0);
+        if (k != 5) c.b = rand_tensor(LT_F32, 1, shapes[k / 3] + 1, 0);
+        g_bf16 = k % 3 == 1;
         int ops[4] = {LT_OP_LAYER_NORM, LT_OP_LN_BWD_INPUT, LT_OP_LN_BWD_PARAMS, LT_OP_LN_STATS};
         for (int i = 0; i < 4; i++) {
             c.op = ops[i];

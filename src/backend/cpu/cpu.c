@@ -444,9 +444,11 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         }
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);
-        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, kn->views, (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0)
+        if (cpu_nn_run(g, y, rp, sc, wp[0], kn->blocked, kn->views, kn->casts,
+                       (cpu_scratch){e->lib_scratch, e->lib_bytes}) == 0)
             break;
-        if (kn->views) { /* the reference cannot read a view's base: only out of memory gets here */
+        if (kn->views || kn->casts) { /* the reference reads neither a view's base nor a folded cast's value:
+                                         only out of memory gets here */
             err_kernel("%s: out of memory for the kernel's buffers", g_ops[y->op].name);
             break;
         }

@@ -107,6 +107,8 @@ typedef struct kernel {
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
     uint8_t trans;   /* K_MATMUL, a bfloat16 MATMUL: bit i, read[i] is the matrix operand i transposes (fuse.c) */
     uint8_t views;   /* K_REF attention: bit i set, read[i] is the base that operand i (an AS_STRIDED) views */
+    uint8_t casts;   /* K_REF layer norm: bit 0, read[0] is the bfloat16 value whose float32 CAST operand 0 is;
+                        bit 7, write[0] is the bfloat16 CAST of the node's output (fuse.c, fuse_ln_casts) */
 } kernel;
 
 /* Groups the optimized graph's nodes into kernels in execution order. */
@@ -215,13 +217,14 @@ typedef struct cpu_scratch {
     size_t n;
 } cpu_scratch;
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked,
-               uint8_t views, cpu_scratch scratch);
+               uint8_t views, uint8_t casts, cpu_scratch scratch);
 /* The scratch bytes cpu_nn_run wants for y with this many threads (the
  * executable's library scratch holds the largest). */
 size_t cpu_nn_scratch(const exec_graph *g, const gnode *y);
 /* The transformer ops (transformer.c): layer norm and its backward ops
  * (cpu_ln_ok's dtypes), GRAD_NORM (float32). */
-int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
+                        uint8_t casts);
 /* Does layer-norm node y (LAYER_NORM, LN_BWD_INPUT, LN_BWD_PARAMS) run on
  * the kernels of transformer.c? Its activations (x, and g for the backward
  * ops; the output of x's shape) all float32 or all bfloat16, the

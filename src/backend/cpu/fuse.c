@@ -466,6 +466,61 @@ static int fuse_bn_act(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* The value a group that is one CAST to dtype dt reads whole (an
+ * elementwise dtype change and nothing else), else -1. */
+static int32_t lone_cast_source(const kernel *kn, int dt) {
+    const tprog *p = kn->prog;
+    if (kn->kind != K_FUSED || !p || p->nins != 1 || p->nload != 1 || p->nstore != 1) return -1;
+    if (p->ins[0].op != LT_OP_CAST || p->ins[0].dtype != dt || p->loads[0].mode != LOAD_SAME) return -1;
+    return p->loads[0].value;
+}
+
+/* Autocast's layer norms run in float32 between bfloat16 linears: the
+ * forward's output is cast to bfloat16 for the next linear (its only
+ * reader), and the backward's gradient arrives as a bfloat16 matmul result
+ * cast to float32. Each such cast is a pass over an activation (a GPT
+ * step: 13 of each, 8 and 5 ms of its 680). The layer-norm kernel takes
+ * them in (kernel.casts): it writes its output rounded to bfloat16, as the
+ * cast did, and reads the bfloat16 gradient widened, exactly the cast's
+ * float32 values. A cast that other kernels read too stays for them. */
+static int fuse_ln_casts(const exec_graph *g, kernel *ks, int *nk) {
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
+    for (int q = 0; rc == 0 && q < *nk; q++) {
+        kernel *kl = &ks[q];
+        if (kl->kind != K_REF || kl->node < 0) continue;
+        const gnode *y = &g->nodes[kl->node];
+        int op = y->op;
+        if ((op != LT_OP_LAYER_NORM && op != LT_OP_LN_BWD_INPUT && op != LT_OP_LN_BWD_PARAMS) ||
+            !cpu_ln_ok(g, y) || g->nodes[y->in[0]].dtype != LT_F32)
+            continue;
+        int32_t gv = kl->read[0], src = made_by[gv] >= 0 ? lone_cast_source(&ks[made_by[gv]], LT_F32) : -1;
+        if (op != LT_OP_LAYER_NORM && src >= 0 && g->nodes[src].dtype == LT_BF16) {
+            kl->read[0] = src;
+            kl->casts |= 1;
+            readers[src]++;
+            if (--readers[gv] == 0 && !is_root[gv]) {
+                kernel_clear(&ks[made_by[gv]]);
+                ks[made_by[gv]].node = -1; /* a hole, squeezed out below */
+            }
+        }
+        int32_t v = kl->write[0];
+        if (op == LT_OP_LN_BWD_PARAMS || readers[v] != 1 || is_root[v]) continue;
+        for (int c = q + 1; c < *nk; c++) {
+            if (lone_cast_source(&ks[c], LT_BF16) != v) continue;
+            kl->write[0] = ks[c].prog->stores[0].value;
+            kl->casts |= 0x80;
+            kernel_clear(&ks[c]);
+            ks[c].node = -1;
+            break;
+        }
+    }
+    squeeze_holes(ks, nk);
+    core_free(made_by), core_free(readers), core_free(is_root);
+    return rc;
+}
+
 /* Is value v a 2-D transpose of a contiguous matrix, made by a K_STRIDED
  * kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
 static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_t *made_by, int32_t v) {
@@ -710,7 +765,7 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern) || fuse_ln_casts(g, ks, &nkern)) goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;

@@ -252,7 +252,7 @@ size_t cpu_nn_scratch(const exec_graph *g, const gnode *y) {
 }
 
 int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out, int blocked,
-               uint8_t views, cpu_scratch scratch) {
+               uint8_t views, uint8_t casts, cpu_scratch scratch) {
     if (y->nin == 0) return -1; /* creation ops: none of ours, and y->in points past the pool */
     const gnode *a0 = &g->nodes[y->in[0]];
     if (y->op == LT_OP_CROSS_ENTROPY || y->op == LT_OP_CROSS_ENTROPY_BWD) /* int64 targets: checks its own dtypes */
@@ -286,7 +286,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     case LT_OP_BN_BWD_INPUT: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], out, NULL, blocked); return 0;
     case LT_OP_BN_BWD_PARAMS: bn_bwd_run(y, &g->nodes[y->in[1]], in, (bn_grad){.a = in[0]}, sc[0], NULL, out, blocked); return 0;
     case LT_OP_LAYER_NORM: case LT_OP_LN_BWD_INPUT: case LT_OP_LN_BWD_PARAMS: case LT_OP_GRAD_NORM:
-        return cpu_transformer_run(g, y, in, sc, out);
+        return cpu_transformer_run(g, y, in, sc, out, casts);
     case LT_OP_ATTENTION: case LT_OP_ATTENTION_BWD: return cpu_attention_run(g, y, in, sc, out, views, scratch);
     case LT_OP_CUMSUM: return cpu_cumsum_run(y, a0, in[0], out);
     case LT_OP_FLIP: return cpu_flip_run(y, in[0], out);

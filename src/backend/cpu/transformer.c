@@ -4,8 +4,12 @@
  * the output of x's shape) are float32, or bfloat16 with float32
  * parameters (autocast's mixed layer norm): bfloat16 rows are widened into
  * a per-thread float buffer, CPU_LN_ROWS at a time, and every loop below
- * runs in float32 as for float32 input; results are rounded once. The row
- * loops are in ln_body.h, compiled per instruction set. */
+ * runs in float32 as for float32 input; results are rounded once. Under
+ * autocast a float32 layer norm's output is cast to bfloat16 for the next
+ * linear, and its backward reads a bfloat16 gradient cast to float32:
+ * fuse.c folds those casts into the kernel (kernel.casts), which then
+ * writes or reads that operand as bfloat16, with the same roundings. The
+ * row loops are in ln_body.h, compiled per instruction set. */
 #include "cpu.h"
 
 #include "../ref/ref_nn.h"
@@ -45,13 +49,27 @@ static int64_t ln_inner(const gnode *x, int64_t nnorm) {
     return inner;
 }
 
+/* Which activations of a layer-norm kernel are bfloat16: x, g (the
+ * backward's gradient) and the output; by their nodes' dtypes, or casts
+ * (kernel.casts: bit 0, operand 0 (LAYER_NORM's x, the backward's g) is
+ * the bfloat16 value the node's float32 operand was cast from; bit 7, the
+ * output is written as its cast to bfloat16). */
+typedef struct lnio {
+    int x, g, out;
+} lnio;
+static lnio ln_io(const exec_graph *g, const gnode *y, uint8_t casts) {
+    int fwd = y->op == LT_OP_LAYER_NORM, op0 = g->nodes[y->in[0]].dtype == LT_BF16 || (casts & 1);
+    lnio io = {fwd ? op0 : g->nodes[y->in[1]].dtype == LT_BF16, fwd ? 0 : op0, y->dtype == LT_BF16 || casts >> 7};
+    return io;
+}
+
 /* Per-thread float rows for bfloat16 activations: x's CPU_LN_ROWS rows,
- * g's, and one output row (3 blocks). NULL for float32 (none needed) or
- * out of memory (*oom set: the reference runs). */
+ * g's, and one output row (3 blocks). NULL when all are float32 (none
+ * needed) or out of memory (*oom set: the reference runs). */
 #define LN_BUF_ROWS (2 * CPU_LN_ROWS + 1)
-static float *ln_buf(int bf16, int64_t n, int *oom) {
+static float *ln_buf(lnio io, int64_t n, int *oom) {
     *oom = 0;
-    if (!bf16) return NULL;
+    if (!io.x && !io.g && !io.out) return NULL;
     float *b = core_malloc((size_t)NUM_THREADS() * LN_BUF_ROWS * (size_t)n * sizeof *b);
     *oom = !b;
     return b;
@@ -60,8 +78,9 @@ static float *ln_mine(float *buf, int64_t n) {
     return buf ? buf + (size_t)THREAD_NUM() * LN_BUF_ROWS * (size_t)n : NULL;
 }
 
-/* The thread's block for g's rows (after x's), NULL for float32. */
-static float *ln_gbuf(float *mine, int64_t n) { return mine ? mine + CPU_LN_ROWS * n : NULL; }
+/* The thread's blocks for x's rows and for g's, NULL for float32. */
+static float *ln_xbuf(float *mine, int bf16) { return bf16 ? mine : NULL; }
+static float *ln_gbuf(float *mine, int bf16, int64_t n) { return bf16 ? mine + CPU_LN_ROWS * n : NULL; }
 
 /* Rows [r0, r0 + nr) of a as floats: a itself (float32), or widened into
  * tmp (bfloat16). */
@@ -71,12 +90,13 @@ static const float *ln_rows(const lnkern *k, const void *a, float *tmp, int64_t 
     return tmp;
 }
 
-/* Row r's output: out itself (float32), or the buffer's output row, stored by ln_put. */
-static float *ln_out(void *out, float *buf, int64_t r, int64_t n) {
-    return buf ? buf + 2 * CPU_LN_ROWS * n : (float *)out + r * n;
+/* Row r's output: out itself (float32), or the buffer's output row, stored
+ * rounded to bfloat16 by ln_put. */
+static float *ln_out(void *out, float *mine, int bf16, int64_t r, int64_t n) {
+    return bf16 ? mine + 2 * CPU_LN_ROWS * n : (float *)out + r * n;
 }
-static void ln_put(const lnkern *k, void *out, const float *buf, int64_t r, int64_t n) {
-    if (buf) k->narrow((uint16_t *)out + r * n, buf + 2 * CPU_LN_ROWS * n, n);
+static void ln_put(const lnkern *k, void *out, const float *mine, int bf16, int64_t r, int64_t n) {
+    if (bf16) k->narrow((uint16_t *)out + r * n, mine + 2 * CPU_LN_ROWS * n, n);
 }
 
 /* Mean and rstd of the nr <= CPU_LN_ROWS rows at x, as PyTorch computes
@@ -90,22 +110,22 @@ static void ln_stats(const float *x, int nr, int64_t n, double eps, float *m, fl
 static int ln_block(int64_t r0, int64_t rows) { return rows - r0 < CPU_LN_ROWS ? (int)(rows - r0) : CPU_LN_ROWS; }
 
 /* LAYER_NORM (x[, w][, b]) ia [nnorm, has_w, has_b] */
-static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
+static int layer_norm(const gnode *y, const gnode *xn, lnio io, void *const *in, double eps, void *out) {
     const float *w = y->ia[1] ? in[1] : NULL, *b = y->ia[2] ? in[1 + (y->ia[1] != 0)] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
     const lnkern *k = ln_kern();
     int oom;
-    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    float *buf = ln_buf(io, n, &oom);
     if (oom) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float m[CPU_LN_ROWS], rs[CPU_LN_ROWS], *mine = ln_mine(buf, n);
         int nr = ln_block(r0, rows);
-        const float *x = ln_rows(k, in[0], mine, r0, nr, n);
+        const float *x = ln_rows(k, in[0], ln_xbuf(mine, io.x), r0, nr, n);
         ln_stats(x, nr, n, eps, m, rs);
         for (int q = 0; q < nr; q++) { /* PyTorch's form: x rstd + (-rstd mean) */
-            k->fwd_row(ln_out(out, mine, r0 + q, n), x + q * n, rs[q], -rs[q] * m[q], w, b, n);
-            ln_put(k, out, mine, r0 + q, n);
+            k->fwd_row(ln_out(out, mine, io.out, r0 + q, n), x + q * n, rs[q], -rs[q] * m[q], w, b, n);
+            ln_put(k, out, mine, io.out, r0 + q, n);
         }
     }
     core_free(buf);
@@ -114,22 +134,23 @@ static int layer_norm(const gnode *y, const gnode *xn, void *const *in, double e
 
 /* LN_BWD_INPUT (g, x[, w]) ia [nnorm, has_w]: the reference's centred form
  * (ref_ln_bwd_input says why), its sums and the centring in double. */
-static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double eps, void *out) {
+static int ln_bwd_input(const gnode *y, const gnode *xn, lnio io, void *const *in, double eps, void *out) {
     const float *w = y->ia[1] ? in[2] : NULL;
     int64_t n = ln_inner(xn, y->ia[0]), rows = xn->numel / n;
     const lnkern *k = ln_kern();
     int oom;
-    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    float *buf = ln_buf(io, n, &oom);
     if (oom) return -1;
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += CPU_LN_ROWS) {
         float ms[CPU_LN_ROWS], as[CPU_LN_ROWS], *mine = ln_mine(buf, n);
         int nr = ln_block(r0, rows);
-        const float *x = ln_rows(k, in[1], mine, r0, nr, n), *g = ln_rows(k, in[0], ln_gbuf(mine, n), r0, nr, n);
+        const float *x = ln_rows(k, in[1], ln_xbuf(mine, io.x), r0, nr, n);
+        const float *g = ln_rows(k, in[0], ln_gbuf(mine, io.g, n), r0, nr, n);
         ln_stats(x, nr, n, eps, ms, as);
         for (int q = 0; q < nr; q++) {
-            k->bwd_input_row(ln_out(out, mine, r0 + q, n), g + q * n, x + q * n, w, as[q], n);
-            ln_put(k, out, mine, r0 + q, n);
+            k->bwd_input_row(ln_out(out, mine, io.out, r0 + q, n), g + q * n, x + q * n, w, as[q], n);
+            ln_put(k, out, mine, io.out, r0 + q, n);
         }
     }
     core_free(buf);
@@ -140,10 +161,10 @@ static int ln_bwd_input(const gnode *y, const gnode *xn, void *const *in, double
  * sums in double, added in chunk order (the same result for any thread
  * count). -1 without memory for them (nothing written: the reference runs). */
 #define LN_CHUNKS 32
-static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, double eps, float *out) {
+static int ln_bwd_params(const gnode *y, const gnode *xn, lnio io, void *const *in, double eps, float *out) {
     int64_t n = ln_inner(xn, y->ia[0]), rows = n ? xn->numel / n : 0;
     int oom;
-    float *buf = ln_buf(xn->dtype == LT_BF16, n, &oom);
+    float *buf = ln_buf(io, n, &oom);
     double *part = oom ? NULL : core_calloc((size_t)(LN_CHUNKS * 2 * n), sizeof *part);
     if (!part) {
         core_free(buf);
@@ -159,7 +180,8 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, void *const *in, doubl
         for (int64_t r0 = c * per; r0 < r1; r0 += CPU_LN_ROWS) {
             float m[CPU_LN_ROWS], rs[CPU_LN_ROWS], bias[CPU_LN_ROWS];
             int nr = ln_block(r0, r1);
-            const float *x = ln_rows(k, in[1], mine, r0, nr, n), *g = ln_rows(k, in[0], ln_gbuf(mine, n), r0, nr, n);
+            const float *x = ln_rows(k, in[1], ln_xbuf(mine, io.x), r0, nr, n);
+            const float *g = ln_rows(k, in[0], ln_gbuf(mine, io.g, n), r0, nr, n);
             ln_stats(x, nr, n, eps, m, rs);
             for (int q = 0; q < nr; q++) bias[q] = -rs[q] * m[q];
             k->bwd_params_rows(pw, pb, g, x, rs, bias, nr, n);
@@ -192,12 +214,13 @@ static void grad_norm(const exec_graph *g, const gnode *y, void *const *in, floa
     *out = (float)sqrt(s);
 }
 
-int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out) {
-    const gnode *x = &g->nodes[y->in[0]];
+int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
+                        uint8_t casts) {
+    const gnode *x = &g->nodes[y->in[y->op == LT_OP_LAYER_NORM ? 0 : 1]];
     switch (y->op) { /* cpu_ln_ok's dtypes, or float32 throughout (GRAD_NORM); cpu_nn_run checked */
-    case LT_OP_LAYER_NORM: return layer_norm(y, x, in, sc[0], out);
-    case LT_OP_LN_BWD_INPUT: return ln_bwd_input(y, &g->nodes[y->in[1]], in, sc[0], out);
-    case LT_OP_LN_BWD_PARAMS: return ln_bwd_params(y, &g->nodes[y->in[1]], in, sc[0], out);
+    case LT_OP_LAYER_NORM: return layer_norm(y, x, ln_io(g, y, casts), in, sc[0], out);
+    case LT_OP_LN_BWD_INPUT: return ln_bwd_input(y, x, ln_io(g, y, casts), in, sc[0], out);
+    case LT_OP_LN_BWD_PARAMS: return ln_bwd_params(y, x, ln_io(g, y, casts), in, sc[0], out);
     case LT_OP_GRAD_NORM: grad_norm(g, y, in, out); return 0;
     default: return -1;
     }
