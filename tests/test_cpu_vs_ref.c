@@ -1319,6 +1319,32 @@ static void embedding_case(int trial) {
     release(&h);
 }
 
+/* index_add large enough for the cpu kernel's threads (index_add.c splits
+ * the inner dim, in blocks of 64): an embedding's backward over 2000 rows
+ * of 385, and a middle dim indexed by 300 (repeats: 40 rows). */
+static void index_add_large_case(int trial) {
+    xctx c = {0};
+    holder h = {{0}, 0};
+    int64_t M = trial % 2 ? 300 : 2000;
+    if (trial % 2) {
+        int64_t as[3] = {3, 40, 130}, ss[3] = {3, M, 130};
+        c.dim = 1;
+        c.a = keep(&h, rand_tensor(LT_F32, 3, as, 0), 3);
+        c.ix = keep(&h, rand_index(1, &M, as[1]), 3);
+        c.b = keep(&h, rand_tensor(LT_F32, 3, ss, 0), 3);
+    } else {
+        int64_t ws[2] = {50, 385}, gs[2] = {M, 385};
+        c.a = keep(&h, rand_tensor(LT_F32, 2, ws, 0), 3);
+        c.ix = keep(&h, rand_index(1, &M, ws[0]), 3);
+        c.g = keep(&h, rand_tensor(LT_F32, 2, gs, 0), 3);
+        c.n = ws[0];
+        c.kind = EMB_BWD;
+    }
+    c.op = LT_OP_INDEX_ADD;
+    xdiff(&c, "%s (large) trial %d", trial);
+    release(&h);
+}
+
 /* nll_loss, cross_entropy and their backward ops: empty batches, ignored
  * targets (-100), every row ignored (0/0: NaN), label smoothing
  * (0 and 1 are baked into the graph, others are runtime scalars: the same
@@ -1465,6 +1491,7 @@ TEST(nn_losses_indexing_dropout) {
     for (int t = 0; t < 30; t++) gather_case(t);
     for (int t = 0; t < 30; t++) index_case(t);
     for (int t = 0; t < 20; t++) embedding_case(t);
+    for (int t = 0; t < 4; t++) index_add_large_case(t);
     for (int t = 0; t < 30; t++) loss_case(t);
     for (int t = 0; t < 20; t++) mse_case(t);
     for (int t = 0; t < 24; t++) dropout_case(t);

@@ -246,6 +246,9 @@ size_t cpu_attention_scratch(const exec_graph *g, const gnode *y);
 /* CROSS_ENTROPY and CROSS_ENTROPY_BWD (loss.c): float32 logits, int64
  * targets; -1 for other dtypes (the reference runs). */
 int cpu_cross_entropy_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out);
+/* INDEX_ADD (index_add.c): float32 base and src, int64 or int32 indices;
+ * -1 for other dtypes or out of memory (the reference runs). */
+int cpu_index_add_run(const exec_graph *g, const gnode *y, void *const *in, void *out);
 /* AS_STRIDED_BACKWARD (strided_grad.c), float32 or bfloat16 g (gn) into
  * out (y's shape and dtype) over zeros or base (NULL: zeros; out itself:
  * in place): 0 if done, -1 if the window overlaps itself (the reference

@@ -257,6 +257,7 @@ int cpu_nn_run(const exec_graph *g, const gnode *y, void *const *in, const doubl
     const gnode *a0 = &g->nodes[y->in[0]];
     if (y->op == LT_OP_CROSS_ENTROPY || y->op == LT_OP_CROSS_ENTROPY_BWD) /* int64 targets: checks its own dtypes */
         return cpu_cross_entropy_run(g, y, in, sc, out);
+    if (y->op == LT_OP_INDEX_ADD) return cpu_index_add_run(g, y, in, out); /* so do the indices */
     int as_bwd_bf16 = y->op == LT_OP_AS_STRIDED_BACKWARD && y->dtype == LT_BF16 && a0->dtype == LT_BF16;
     /* else float32 or bfloat16 activations */
     if (!cpu_bn_ok(g, y) && !cpu_pool_ok(g, y) && !cpu_ln_ok(g, y) && !cpu_attention_ok(g, y) && !as_bwd_bf16) {
