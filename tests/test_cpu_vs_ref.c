@@ -1509,6 +1509,7 @@ TEST(nn_losses_indexing_dropout) {
 
 typedef struct tctx {
     int op, nnorm, causal, temps, casts; /* casts: autocast's around a float32 layer norm (bfloat16 g, output) */
+    int pair; /* LN_BWD_INPUT with its LN_BWD_PARAMS twin in the graph: dx and the sums, flat, as one result */
     lt_tensor *x, *w, *b, *g, *q, *k, *v, *o, *list[3];
     double p, seed;
 } tctx;
@@ -1519,7 +1520,20 @@ static lt_tensor *make_tf(void *p) {
     lt_tensor *g = c->casts ? lt_to_dtype(c->g, LT_F32) : c->g;
     switch (c->op) {
     case LT_OP_LAYER_NORM: r = lt_layer_norm(x, c->nnorm, c->w, c->b, 1e-5); break;
-    case LT_OP_LN_BWD_INPUT: r = nn_layer_norm_backward_input(g, x, c->w, c->nnorm, 1e-5); break;
+    case LT_OP_LN_BWD_INPUT:
+        r = nn_layer_norm_backward_input(g, x, c->w, c->nnorm, 1e-5);
+        if (c->pair) {
+            int64_t flat = -1;
+            lt_tensor *pw = nn_layer_norm_backward_params(g, x, c->nnorm, 1e-5);
+            lt_tensor *dx = c->casts ? lt_to_dtype(r, LT_BF16) : r;
+            lt_tensor *pc = lt_to_dtype(pw, lt_dtype_of(dx));
+            lt_tensor *parts[2] = {lt_reshape(dx, 1, &flat), lt_reshape(pc, 1, &flat)};
+            lt_free(r);
+            if (dx != r) lt_free(dx);
+            r = lt_cat(2, parts, 0);
+            lt_free(pw), lt_free(pc), lt_free(parts[0]), lt_free(parts[1]);
+        }
+        break;
     case LT_OP_LN_BWD_PARAMS: r = nn_layer_norm_backward_params(g, x, c->nnorm, 1e-5); break;
     case LT_OP_LN_STATS: r = lt_layer_norm_stats(x, c->nnorm, 1e-5); break;
     case LT_OP_ATTENTION:
@@ -1535,7 +1549,7 @@ static lt_tensor *make_tf(void *p) {
     }
     if (x != c->x) lt_free(x);
     if (g != c->g) lt_free(g);
-    if (c->casts && c->op != LT_OP_LN_BWD_PARAMS) { /* the next linear's bfloat16 operand */
+    if (c->casts && c->op != LT_OP_LN_BWD_PARAMS && !c->pair) { /* the next linear's bfloat16 operand */
         lt_tensor *h = lt_to_dtype(r, LT_BF16);
         lt_free(r);
         r = h;
@@ -1606,6 +1620,9 @@ static void layer_norm_rows_cases(void) {
             c.op = ops[i];
             tf_diff(&c, k, "(rows)");
         }
+        c.op = LT_OP_LN_BWD_INPUT;
+        c.pair = 1;
+        tf_diff(&c, k, "(rows, with LN_BWD_PARAMS)");
         tf_free(&c);
     }
     g_bf16 = bf16;

@@ -429,6 +429,23 @@ static void run_kernel(cpu_exe *e, const kernel *kn, char *const *sp, const doub
         }
         break;
     }
+    case K_LN_BWD: { /* layer norm's two backward ops in one pass if they got the same eps (fuse.c) */
+        double sc[IR_MAX_SCALARS], scp[IR_MAX_SCALARS];
+        const gnode *p = &g->nodes[kn->write[1]];
+        resolve_scalars(y, scalars, sc);
+        resolve_scalars(p, scalars, scp);
+        if (sc[0] == scp[0] ? cpu_ln_bwd_pair(g, y, rp, sc[0], wp[0], wp[1], kn->casts) == 0
+                            : cpu_transformer_run(g, y, rp, sc, wp[0], kn->casts) == 0 &&
+                                  cpu_transformer_run(g, p, rp, scp, wp[1], kn->casts & 1) == 0)
+            break;
+        if (kn->casts) { /* out of memory; the reference cannot read a folded cast's value */
+            err_kernel("%s: out of memory for the kernel's buffers", g_ops[y->op].name);
+            break;
+        }
+        run_ref(g, y, rp, scalars, wp[0], args);
+        run_ref(g, p, rp, scalars, wp[1], args); /* its operands g, x are y's first two */
+        break;
+    }
     case K_BN_ACT: { /* batch norm, then relu(bn [+ r]) (fuse.c) */
         double sc[IR_MAX_SCALARS];
         resolve_scalars(y, scalars, sc);

@@ -91,7 +91,7 @@ int cpu_flip_run(const gnode *y, const float *in, float *out);
  * K_BN_ACT: a BN_APPLY (node) with its consumer relu(bn) or
  * relu(bn + r) in one pass (reads: the BN_APPLY's operands, then r if
  * any; write[0] the ReLU's output). */
-enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL, K_BN_ACT };
+enum kernel_kind { K_FUSED, K_REF, K_MATMUL, K_VIEW, K_STRIDED, K_SCATTER, K_REDUCE, K_BN_BWD, K_COLL, K_BN_ACT, K_LN_BWD };
 
 typedef struct kernel {
     uint8_t kind;
@@ -107,7 +107,7 @@ typedef struct kernel {
     int32_t xmask;   /* K_BN_BWD: 1 + the BN_APPLY whose ReLU mask it recomputes from x (fuse.c), else 0 */
     uint8_t trans;   /* K_MATMUL, a bfloat16 MATMUL: bit i, read[i] is the matrix operand i transposes (fuse.c) */
     uint8_t views;   /* K_REF attention: bit i set, read[i] is the base that operand i (an AS_STRIDED) views */
-    uint8_t casts;   /* K_REF layer norm: bit 0, read[0] is the bfloat16 value whose float32 CAST operand 0 is;
+    uint8_t casts;   /* K_REF layer norm, K_LN_BWD: bit 0, read[0] is the bfloat16 value whose float32 CAST operand 0 is;
                         bit 7, write[0] is the bfloat16 CAST of the node's output (fuse.c, fuse_ln_casts) */
 } kernel;
 
@@ -225,6 +225,12 @@ size_t cpu_nn_scratch(const exec_graph *g, const gnode *y);
  * (cpu_ln_ok's dtypes), GRAD_NORM (float32). */
 int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, const double *sc, void *out,
                         uint8_t casts);
+/* LN_BWD_INPUT y and its LN_BWD_PARAMS twin (the same g, x, nnorm and
+ * eps; fuse.c pairs them into a K_LN_BWD) in one pass over g and x: dx
+ * into dx, (2, inner) into dwb; the same values as the two kernels. -1:
+ * out of memory (nothing written). */
+int cpu_ln_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, float *dwb,
+                    uint8_t casts);
 /* Does layer-norm node y (LAYER_NORM, LN_BWD_INPUT, LN_BWD_PARAMS) run on
  * the kernels of transformer.c? Its activations (x, and g for the backward
  * ops; the output of x's shape) all float32 or all bfloat16, the

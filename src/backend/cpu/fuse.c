@@ -521,6 +521,44 @@ static int fuse_ln_casts(const exec_graph *g, kernel *ks, int *nk) {
     return rc;
 }
 
+/* Layer norm's backward ops read the same g and x, and each recomputed
+ * the rows' statistics: an LN_BWD_INPUT kernel and its LN_BWD_PARAMS twin
+ * (the same operands, as kernels read them, and nnorm; their eps is
+ * compared when they run) become one K_LN_BWD at the earlier place, one
+ * pass over g and x (cpu_ln_bwd_pair). After fuse_ln_casts: both read the
+ * bfloat16 gradient, or neither. */
+static int pair_ln_bwd(const exec_graph *g, kernel *ks, int *nk) {
+    int rc = 0;
+    for (int j = 0; j < *nk && rc == 0; j++) {
+        kernel *ka = &ks[j];
+        if (ka->kind != K_REF || g->nodes[ka->node].op != LT_OP_LN_BWD_INPUT || !cpu_ln_ok(g, &g->nodes[ka->node]))
+            continue;
+        const gnode *a = &g->nodes[ka->node];
+        for (int q = j + 1; q < *nk; q++) { /* the params kernel comes after: autograd makes it second */
+            kernel *kp = &ks[q];
+            if (kp->kind != K_REF || kp->node < 0) continue;
+            const gnode *p = &g->nodes[kp->node];
+            if (p->op != LT_OP_LN_BWD_PARAMS || p->ia[0] != a->ia[0] || kp->read[0] != ka->read[0] ||
+                kp->read[1] != ka->read[1] || (kp->casts & 1) != (ka->casts & 1) || !cpu_ln_ok(g, p))
+                continue;
+            int32_t w[2] = {ka->write[0], kp->node}, *writes = dup_ints(w, 2);
+            if (!writes) {
+                rc = -1;
+                break;
+            }
+            core_free(ka->write);
+            ka->write = writes;
+            ka->nwrite = 2;
+            ka->kind = K_LN_BWD;
+            kernel_clear(kp);
+            kp->node = -1; /* a hole, squeezed out below */
+            break;
+        }
+    }
+    squeeze_holes(ks, nk);
+    return rc;
+}
+
 /* Is value v a 2-D transpose of a contiguous matrix, made by a K_STRIDED
  * kernel (AS_STRIDED ia [1, rows, 0])? Returns that matrix, or -1. */
 static int32_t transposed_of(const exec_graph *g, const kernel *ks, const int32_t *made_by, int32_t v) {
@@ -765,7 +803,9 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern) || fuse_ln_casts(g, ks, &nkern)) goto done;
+    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern) || fuse_ln_casts(g, ks, &nkern) ||
+        pair_ln_bwd(g, ks, &nkern))
+        goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
     rc = 0;

@@ -159,9 +159,13 @@ static int ln_bwd_input(const gnode *y, const gnode *xn, lnio io, void *const *i
 
 /* LN_BWD_PARAMS (g, x) ia [nnorm] -> (2, inner), float32: per-chunk partial
  * sums in double, added in chunk order (the same result for any thread
- * count). -1 without memory for them (nothing written: the reference runs). */
+ * count). With dx, the rows' LN_BWD_INPUT too (w: its weight or NULL), from
+ * the same widened rows and statistics: a row's dx depends on that row
+ * alone, so any split of the rows gives ln_bwd_input's values. -1 without
+ * memory for the sums (nothing written: the reference runs). */
 #define LN_CHUNKS 32
-static int ln_bwd_params(const gnode *y, const gnode *xn, lnio io, void *const *in, double eps, float *out) {
+static int ln_bwd_params(const gnode *y, const gnode *xn, lnio io, void *const *in, double eps, float *out,
+                         void *dx, const float *w) {
     int64_t n = ln_inner(xn, y->ia[0]), rows = n ? xn->numel / n : 0;
     int oom;
     float *buf = ln_buf(io, n, &oom);
@@ -184,6 +188,10 @@ static int ln_bwd_params(const gnode *y, const gnode *xn, lnio io, void *const *
             const float *g = ln_rows(k, in[0], ln_gbuf(mine, io.g, n), r0, nr, n);
             ln_stats(x, nr, n, eps, m, rs);
             for (int q = 0; q < nr; q++) bias[q] = -rs[q] * m[q];
+            for (int q = 0; dx && q < nr; q++) {
+                k->bwd_input_row(ln_out(dx, mine, io.out, r0 + q, n), g + q * n, x + q * n, w, rs[q], n);
+                ln_put(k, dx, mine, io.out, r0 + q, n);
+            }
             k->bwd_params_rows(pw, pb, g, x, rs, bias, nr, n);
         }
     }
@@ -220,10 +228,15 @@ int cpu_transformer_run(const exec_graph *g, const gnode *y, void *const *in, co
     switch (y->op) { /* cpu_ln_ok's dtypes, or float32 throughout (GRAD_NORM); cpu_nn_run checked */
     case LT_OP_LAYER_NORM: return layer_norm(y, x, ln_io(g, y, casts), in, sc[0], out);
     case LT_OP_LN_BWD_INPUT: return ln_bwd_input(y, x, ln_io(g, y, casts), in, sc[0], out);
-    case LT_OP_LN_BWD_PARAMS: return ln_bwd_params(y, x, ln_io(g, y, casts), in, sc[0], out);
+    case LT_OP_LN_BWD_PARAMS: return ln_bwd_params(y, x, ln_io(g, y, casts), in, sc[0], out, NULL, NULL);
     case LT_OP_GRAD_NORM: grad_norm(g, y, in, out); return 0;
     default: return -1;
     }
+}
+
+int cpu_ln_bwd_pair(const exec_graph *g, const gnode *y, void *const *in, double eps, void *dx, float *dwb,
+                    uint8_t casts) {
+    return ln_bwd_params(y, &g->nodes[y->in[1]], ln_io(g, y, casts), in, eps, dwb, dx, y->ia[1] ? in[2] : NULL);
 }
 
 int cpu_ln_ok(const exec_graph *g, const gnode *y) {
