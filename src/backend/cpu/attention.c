@@ -114,6 +114,15 @@ static float *take(float **next, int64_t n) {
     return p;
 }
 
+/* The part of a product (attention_body.h's mm) a tile on the causal
+ * diagonal (i0 = j0: query row i sees keys up to i) needs, per block of MR
+ * rows of C and row i of C: TRI_COLS, C's columns up to i (the rest of
+ * the block's 16-column strips left as they were: the caller masks them);
+ * TRI_KHI, A's columns (k) up to i; TRI_KLO, k from i on. The products
+ * skipped under TRI_KHI and TRI_KLO are of masked probabilities, zero.
+ * Half of a diagonal tile's work. */
+enum { TRI_NONE, TRI_COLS, TRI_KHI, TRI_KLO };
+
 #define AT_IDX(...) __VA_ARGS__ /* a shuffle's lane list as one macro argument */
 #define ISA_EACH "attention_body.h"
 #include "isa_copies.h"
