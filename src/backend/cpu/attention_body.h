@@ -400,48 +400,35 @@ static float AT_FN(g_dot)(const prob *p, int64_t i, const void *o, int bf16) {
 }
 #endif
 
-#ifdef AT_DP
-/* *xv = e^x in 16 lanes, x <= 0 or -inf (scores less their max or log-sum-exp):
- * 2^n e^r with n = round(x log2 e), r = x - n ln 2 (two steps) in [-ln 2 /
- * 2, ln 2 / 2] and e^r by its Taylor polynomial of degree 6 (relative
- * error 1.2e-7, about float's); x below -150 (-inf: masked keys) gives 0.
- * libmvec's expf took a quarter of this copy's time, and its P is rounded
- * to bfloat16 (2^-9) before it is multiplied. */
+/* *xv = e^x in 16 lanes, x a score less its max or log-sum-exp (<= 0, or
+ * -inf: a masked key): 2^n e^r with n = round(x log2 e), r = x - n ln 2
+ * (two steps) in [-ln 2 / 2, ln 2 / 2] and e^r by its Taylor polynomial
+ * of degree 7; relative error 7.9e-8 on [-87.3, 0] (1.0e-7 without FMA),
+ * libm's expf's 6.0e-8. NaN gives NaN. In place of libmvec's expf (a call
+ * per 16 values) and libm's (per row): a sixth of the float32 kernels'
+ * time, and a quarter of the AVX512-BF16 copy's. */
 static inline void AT_FN(vexp)(v16 *xv) {
-    __m512 x = _mm512_max_ps((__m512)*xv, _mm512_set1_ps(-150.0f));
+#ifdef __AVX512F__
+    /* 2^n by vscalefps, which gives denormals and 0 below (-inf: x is
+     * raised to -150 first; max returns its second operand, a NaN x) */
+    __m512 x = _mm512_max_ps(_mm512_set1_ps(-150.0f), (__m512)*xv);
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x); /* ln 2's leading bits: n ln2hi exact */
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    *xv = (v16)_mm512_scalef_ps(p, n);
-}
+    v16 nv = (v16)n, r = (v16)x - nv * 0.693145751953125f; /* ln 2's leading bits: n ln2hi exact */
 #else
-/* *xv = e^x in 16 lanes, as the AT_DP copy's above but in vector code
- * every instruction set compiles and with Taylor's degree 7 (float32's P
- * is not rounded to bfloat16): relative error 7.9e-8 with FMA, 1.0e-7
- * without, against libm's expf's 6.0e-8, for x in [-87.3, 0]. n = round(x
- * log2 e) by adding 1.5 2^23, whose low bits are then n, shifted into the
- * exponent. x below -87.3 (-inf: masked keys) gives 0 where expf gives a
- * denormal down to -103.9 (below float's eps of the row's largest term,
- * 1), x above 88 (never: x is a score less its max) is taken as 88, NaN
- * gives NaN. In place of libmvec's expf (a call per 16 values) and libm's
- * (per row): a sixth of the float32 kernels' time. */
-static inline void AT_FN(vexp)(v16 *xv) {
+    /* n by adding 1.5 2^23, whose low bits are then n, shifted into the
+     * exponent: x below -87.3 gives 0 (where expf gives a denormal down to
+     * -103.9, below float's eps of the row's largest term, 1), x above 88
+     * (never) is taken as 88 */
     const v16 lo = (v16){0} - 87.33f, big = (v16){0} + 12582912.0f; /* 1.5 2^23 */
     v16 x = *xv;
     vi16 under = x < lo;
     x = VSEL(under, lo, x);
     x = VSEL(x > 88.0f, (v16){0} + 88.0f, x);
-    v16 t = x * 1.44269504088896341f + big, n = t - big;
-    v16 r = x - n * 0.693145751953125f; /* ln 2's leading bits: n ln2hi exact */
-    r = r - n * 1.42860682030941723e-6f;
+    v16 t = x * 1.44269504088896341f + big, nv = t - big;
+    v16 r = x - nv * 0.693145751953125f;
+#endif
+    r = r - nv * 1.42860682030941723e-6f;
     v16 p = r * (1.0f / 5040) + 1.0f / 720;
     p = p * r + 1.0f / 120;
     p = p * r + 1.0f / 24;
@@ -449,10 +436,13 @@ static inline void AT_FN(vexp)(v16 *xv) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
+#ifdef __AVX512F__
+    *xv = (v16)_mm512_scalef_ps((__m512)p, n);
+#else
     v16 two_n = (v16)(((vi16)t << 23) + (127 << 23)); /* n + 127 in the exponent */
     *xv = (v16)((vi16)(p * two_n) & ~under);
-}
 #endif
+}
 
 /* The largest and the sum of 16 lanes: a shuffle tree (a loop over the
  * lanes went through memory, a scalar step each). */
@@ -487,8 +477,10 @@ static float AT_FN(row_softmax)(float *si, int64_t lim, float scale, float *m) {
     v16 x[BK / 16], mv = ninf, sv = {0};
 #pragma GCC unroll 4
     for (int v = 0; v < BK / 16; v++) {
-        if (v >= nv) break;
-        x[v] = VSEL(lane + 16 * v < (int)lim, V16(si + 16 * v) * scale, ninf);
+        x[v] = ninf;
+        if (v >= nv) continue;
+        x[v] = V16(si + 16 * v) * scale;
+        if (16 * v + 16 > lim) x[v] = VSEL(lane + 16 * v < (int)lim, x[v], ninf);
         mv = VSEL(x[v] > mv, x[v], mv);
     }
     float mx = AT_FN(hmax)(&mv);
