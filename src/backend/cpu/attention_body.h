@@ -245,6 +245,7 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
     AT_FN(pairs)(g, ld[3], T, D, Dp, Tp, p->gp = (uint32_t *)take(&next, Tp / 2 * Dp));
     p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * Dp);
     p->dk = take(&next, 2 * BK * Dp), p->dv = p->dk + BK * Dp;
+    p->sk = att_kept(a) ? take(&next, att_kept(a)) : NULL;
 }
 
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
@@ -354,6 +355,7 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
     AT_FN(transpose)(p->v, T, p->Dp, p->ldv, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
     p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * p->Dp);
     p->dk = take(&next, 2 * BK * p->Dp), p->dv = p->dk + BK * p->Dp;
+    p->sk = att_kept(a) ? take(&next, att_kept(a)) : NULL;
 }
 
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
@@ -467,10 +469,11 @@ static inline float AT_FN(hsum)(const v16 *xv) {
 }
 
 /* Row si of a score tile (BK floats), in registers: scaled, the keys from
- * lim on masked, e^(x - mx) in place with mx the row's running maximum
- * (*m before, updated); the row's sum returned. Masked 16-key strips are
- * zeroed without their exponentials (half the diagonal tile's). */
-static float AT_FN(row_softmax)(float *si, int64_t lim, float scale, float *m) {
+ * lim on masked, e^(x - mx) with mx the row's running maximum (*m before,
+ * updated), in place if put (else the row is left as it was: the
+ * backward's first sweep keeps it); the row's sum returned. Masked 16-key
+ * strips are zeroed without their exponentials (half the diagonal tile's). */
+static float AT_FN(row_softmax)(float *si, int64_t lim, float scale, float *m, int put) {
     const vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const v16 ninf = (v16){0} - INFINITY;
     int nv = (int)(lim + 15) / 16;
@@ -490,7 +493,7 @@ static float AT_FN(row_softmax)(float *si, int64_t lim, float scale, float *m) {
     for (int v = 0; v < BK / 16; v++) {
         v16 e = {0};
         if (v < nv) e = x[v] - mx, AT_FN(vexp)(&e);
-        V16(si + 16 * v) = e;
+        if (put) V16(si + 16 * v) = e;
         sv += e;
     }
     return AT_FN(hsum)(&sv);
@@ -508,9 +511,15 @@ static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float l
     }
 }
 
+/* The backward's kept score tile of queries from i0, keys from j0. */
+static float *AT_FN(kept)(const att *a, const prob *p, int64_t i0, int64_t j0) {
+    return p->sk + (i0 / BQ * ((a->g.T + BQ - 1) / BQ) + j0 / BK) * (BQ * BK);
+}
+
 /* One query tile [i0, i0 + ni) of a problem: o rows (the output's, from
  * element o_off on), or, if lse is given, each row's log-sum-exp (the
- * backward's first sweep; v is not read). */
+ * backward's first sweep; v is not read; its score tiles are left in
+ * p->sk if kept). */
 static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0, int64_t ni, void *o, int64_t o_off,
                             float *lse) {
     int64_t D = p->D, Dp = p->Dp, kend = att_kend(a, i0, ni);
@@ -521,17 +530,18 @@ static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0,
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int64_t nj = kend - j0 < BK ? kend - j0 : BK;
         int diag = a->g.causal && j0 == i0;
-        AT_FN(scores)(p, i0, ni, j0, nj, diag, s);
+        float *st = lse && p->sk ? AT_FN(kept)(a, p, i0, j0) : s;
+        AT_FN(scores)(p, i0, ni, j0, nj, diag, st);
         memcpy(m0, m, sizeof m);
         for (int64_t i = 0; i < ni; i++) {
-            float *si = s + i * BK;
+            float *si = st + i * BK;
             int64_t lim = att_lim(a, i0 + i, j0, nj);
             if (lim <= 0) { /* every key of this tile is masked for this row */
                 memset(si, 0, BK * sizeof *si);
                 ls[i] = 0;
                 continue;
             }
-            ls[i] = AT_FN(row_softmax)(si, lim, a->scale, &m[i]);
+            ls[i] = AT_FN(row_softmax)(si, lim, a->scale, &m[i], !lse);
             if (!lse && a->g.p > 0)
                 for (int64_t j = 0; j < lim; j++) si[j] *= att_drop(a, bh, i0 + i, j0 + j);
         }
@@ -583,7 +593,8 @@ static void AT_FN(forward)(const att *a, void *const *in, void *out, float *buf,
 
 /* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv], in the manner of
  * FlashAttention-2: problems in parallel; within one, a sweep for each
- * row's log-sum-exp, then key tiles outer (their dk, dv tiles complete in
+ * row's log-sum-exp (which keeps its score tiles, att_kept), then key
+ * tiles outer (their dk, dv tiles complete in
  * place) and query tiles inner (dq accumulates over the key tiles). Per
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
  * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
@@ -612,10 +623,11 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                 for (int64_t i0 = a->g.causal ? j0 / BQ * BQ : 0; i0 < T; i0 += BQ) {
                     int64_t ni = T - i0 < BQ ? T - i0 : BQ;
                     int diag = a->g.causal && i0 == j0;
-                    AT_FN(scores)(&p, i0, ni, j0, nj, diag, s);
+                    float *st = p.sk ? AT_FN(kept)(a, &p, i0, j0) : s;
+                    if (!p.sk) AT_FN(scores)(&p, i0, ni, j0, nj, diag, s);
                     AT_FN(dp_tile)(&p, i0, ni, j0, nj, diag, dp);
                     for (int64_t i = 0; i < ni; i++) {
-                        float *si = s + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
+                        float *si = st + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
                         float scale = a->scale;
                         int64_t lim = att_lim(a, i0 + i, j0, nj);
                         if (lim < 0) lim = 0;
@@ -630,7 +642,7 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                         }
                         for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
                     }
-                    AT_FN(grads)(&p, i0, ni, j0, nj, diag, s, dp);
+                    AT_FN(grads)(&p, i0, ni, j0, nj, diag, st, dp);
                 }
                 for (int64_t j = 0; j < nj; j++) {
                     AT_FN(put_row)(out, a->bf16, total + bh * TD + (j0 + j) * D, p.dk + j * Dp, 1.0f, D);
