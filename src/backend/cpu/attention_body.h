@@ -105,15 +105,31 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
     default: AT_MK(1, NV); break;                                                                                      \
     }
 
+/* The block mm gives mk: AT_MR rows by AT_NV vectors of 16, as many
+ * accumulators as the registers hold with a row of B and a broadcast: 24
+ * of AVX-512's 32 zmm; AVX2's 16 ymm hold 6 x 1 (12 ymm), where 6 x 4 had
+ * spilled to the stack (a tenth of AVX-512's speed per flop, not half); 2
+ * x 1 in SSE's 16 xmm. */
+#if defined(__AVX512F__)
+#define AT_MR MR
+#define AT_NV 4
+#elif defined(__AVX2__)
+#define AT_MR MR
+#define AT_NV 1
+#else
+#define AT_MR 2
+#define AT_NV 1
+#endif
+
 /* C (m x n) = (add ? C : 0) + A (m x k) B (k x n), n a multiple of 16
  * (AT_DP: k words of A's rows and B's columns, 2k products), tri the part
  * a causal diagonal tile needs (attention.c). */
 static void AT_FN(mm)(int add, int tri, int64_t m, int64_t n, int64_t k, const AT_EL *A, int64_t ars, int64_t acs,
                       const AT_EL *B, int64_t ldb, float *C, int64_t ldc) {
-    for (int64_t j = 0; j < n; j += 64) {
-        int nvj = n - j >= 64 ? 4 : (int)(n - j) / 16;
-        for (int64_t i = 0; i < m; i += MR) {
-            int mr = m - i >= MR ? MR : (int)(m - i), nv = nvj;
+    for (int64_t j = 0; j < n; j += 16 * AT_NV) {
+        int nvj = n - j >= 16 * AT_NV ? AT_NV : (int)(n - j) / 16;
+        for (int64_t i = 0; i < m; i += AT_MR) {
+            int mr = m - i >= AT_MR ? AT_MR : (int)(m - i), nv = nvj;
             int64_t k0 = tri == TRI_KLO ? i : 0, kn = (tri == TRI_KHI && i + mr < k ? i + mr : k) - k0;
             if (tri == TRI_COLS && i + mr - j < 16 * nv) {
                 if (i + mr <= j) continue; /* the block's columns from j on all masked */
@@ -656,3 +672,5 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
 
 #undef AT_FN
 #undef AT_EL
+#undef AT_MR
+#undef AT_NV
