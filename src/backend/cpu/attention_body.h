@@ -4,11 +4,12 @@
  *
  * Every product of the kernels is one small matrix product, C (m x 16 nv)
  * += A (m x k) B (k x 16 nv), in a register-blocked loop (mk below): up to
- * MR rows of C by 4 vectors of 16, each element of A broadcast against a
- * row of B. A is read through two strides, so a tile and its transpose are
- * both an A. B's rows are 16-float multiples: the head dim is padded to Dp
- * (the problem's operands copied when D is not a multiple of 16), and the
- * keys' transposes (kt, vt) are padded to Tp columns.
+ * MR rows of C by 4 vectors of 16 (fewer where the registers are fewer:
+ * AT_MR, AT_NV), each element of A broadcast against a row of B. A is
+ * read through two strides, so a tile and its transpose are both an A.
+ * B's rows are 16-float multiples: the head dim is padded to Dp (the
+ * problem's operands copied when D is not a multiple of 16), and the keys'
+ * transposes (kt, vt) are padded to Tp columns.
  *
  * With AT_DP defined (the AVX512-BF16 copy, bfloat16 operands), A and B
  * hold 32-bit words of two bfloat16 values that are neighbours along k:
