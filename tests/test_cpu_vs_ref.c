@@ -1629,13 +1629,19 @@ static void layer_norm_rows_cases(void) {
     rs = keep;
 }
 
+/* attention_case: T past SMAX (512), above which the cpu kernel's backward
+ * recomputes its score tiles in place of keeping them */
+static int g_att_long;
+
 static void attention_case(int trial) {
     tctx c = {0};
     /* from trial 30 on, also every multiple of 16 up to DMAX = 128, the
      * vector widths the kernel's loops over D run whole; T odd or not,
      * across the tile sizes (32 queries, 64 keys) */
     static const int64_t Ds[] = {1, 3, 5, 8, 17, 33, 64, 16, 32, 48, 80, 96, 112, 128};
-    int64_t s[4] = {1 + rint_(2), 1 + rint_(3), 1 + rint_(trial % 3 == 2 ? 140 : 40), Ds[rint_(trial < 30 ? 7 : 14)]};
+    int64_t b = 1 + rint_(2), h = 1 + rint_(3); /* drawn in this order */
+    int64_t T = g_att_long ? 513 + rint_(80) : 1 + rint_(trial % 3 == 2 ? 140 : 40);
+    int64_t s[4] = {b, h, T, Ds[rint_(trial < 30 ? 7 : 14)]};
     int nd = 2 + rint_(3);
     int64_t *sp = s + 4 - nd;
     lt_dtype dt = trial % 5 == 4 ? LT_F64 : LT_F32;
@@ -1739,6 +1745,9 @@ TEST(transformer_ops) {
     for (int t = 0; t < 24; t++) layer_norm_case(t);
     layer_norm_rows_cases();
     for (int t = 0; t < 60; t++) attention_case(t);
+    g_att_long = 1; /* plain, causal with dropout, causal */
+    for (int t = 0; t < 4; t += 1 + (t == 1)) attention_case(t);
+    g_att_long = 0;
     for (int t = 0; t < 8; t++) grad_norm_case(t);
 }
 

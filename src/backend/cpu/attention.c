@@ -29,6 +29,7 @@
 #define BK 64
 #define MR 6 /* rows of C in registers: 6 x 4 accumulators, 4 rows of B, a broadcast */
 #define DMAX 128 /* head dims above this run the reference kernel (tiles live on the stack) */
+#define SMAX 512  /* the backward keeps its first sweep's score tiles for T up to this (1 MB a thread) */
 
 typedef struct att {
     nn_att g;
@@ -60,6 +61,7 @@ typedef struct prob {
     int64_t ldq, ldk, ldv, ldg;     /* floats between their rows */
     float *kt, *vt;                 /* (Dp, Tp): k and v transposed, zero past T (vt: backward only) */
     float *lse, *di, *dq, *dk, *dv; /* backward: per row (T), dq (T, Dp), the key tile's dk and dv (BK, Dp) */
+    float *sk;                      /* backward: the score tiles of its first sweep (BQ x BK each, att_kept), or NULL */
     /* The AVX512-BF16 copy (AT_DP): bfloat16 pairs in 32-bit words, the
      * operands vdpbf16ps multiplies (a word of A against a word of B). */
     int64_t kw, Dw;                 /* words of a row's D values, (D + 1) / 2, and that rounded up to 16 */
@@ -70,11 +72,20 @@ typedef struct prob {
 
 static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
+/* The floats of the backward's kept score tiles: tile (i0 / BQ, j0 / BK)
+ * of a row of them per query tile. The second sweep reads them in place of
+ * recomputing q k^T (a fifth of its products) while they stay in the
+ * caches; 0 (recompute) for long T. */
+static int64_t att_kept(const att *a) {
+    int64_t nt = (a->g.T + BQ - 1) / BQ;
+    return a->bwd && a->g.T <= SMAX ? nt * nt * BQ * BK : 0;
+}
+
 /* The floats (or words) the AVX512-BF16 copy's prob_load takes. */
 static int64_t prob_words(const att *a) {
     int64_t T = a->g.T, Dp = up16(a->g.D), Tp = up16(T), Dw = up16((a->g.D + 1) / 2), rows = up16(T * Dw);
     int64_t pairs = Tp / 2 * Dp, n = 2 * rows + Dw * Tp; /* the k and v words before their transpose, q, kt */
-    if (a->bwd) return n + Dw * Tp + rows + 3 * pairs + 2 * up16(T) + up16(T * Dp) + 2 * BK * Dp;
+    if (a->bwd) return n + Dw * Tp + rows + 3 * pairs + 2 * up16(T) + up16(T * Dp) + 2 * BK * Dp + att_kept(a);
     return n + pairs;
 }
 
@@ -83,7 +94,7 @@ static int64_t prob_words(const att *a) {
 static size_t prob_floats(const att *a) {
     int64_t T = a->g.T, Dp = up16(a->g.D), Tp = up16(T), rows = up16(T * Dp);
     int64_t n = (a->g.D == Dp && !a->bf16 ? 0 : (3 + a->bwd) * rows) + Dp * Tp;
-    if (a->bwd) n += Dp * Tp + 2 * up16(T) + rows + 2 * BK * Dp;
+    if (a->bwd) n += Dp * Tp + 2 * up16(T) + rows + 2 * BK * Dp + att_kept(a);
     if (a->bf16 && prob_words(a) > n) n = prob_words(a);
     return (size_t)n;
 }
@@ -113,6 +124,15 @@ static float *take(float **next, int64_t n) {
     *next += up16(n); /* 64-byte steps: the pieces stay aligned */
     return p;
 }
+
+/* The part of a product (attention_body.h's mm) a tile on the causal
+ * diagonal (i0 = j0: query row i sees keys up to i) needs, per block of MR
+ * rows of C and row i of C: TRI_COLS, C's columns up to i (the rest of
+ * the block's 16-column strips left as they were: the caller masks them);
+ * TRI_KHI, A's columns (k) up to i; TRI_KLO, k from i on. The products
+ * skipped under TRI_KHI and TRI_KLO are of masked probabilities, zero.
+ * Half of a diagonal tile's work. */
+enum { TRI_NONE, TRI_COLS, TRI_KHI, TRI_KLO };
 
 #define AT_IDX(...) __VA_ARGS__ /* a shuffle's lane list as one macro argument */
 #define ISA_EACH "attention_body.h"

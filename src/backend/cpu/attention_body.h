@@ -4,11 +4,12 @@
  *
  * Every product of the kernels is one small matrix product, C (m x 16 nv)
  * += A (m x k) B (k x 16 nv), in a register-blocked loop (mk below): up to
- * MR rows of C by 4 vectors of 16, each element of A broadcast against a
- * row of B. A is read through two strides, so a tile and its transpose are
- * both an A. B's rows are 16-float multiples: the head dim is padded to Dp
- * (the problem's operands copied when D is not a multiple of 16), and the
- * keys' transposes (kt, vt) are padded to Tp columns.
+ * MR rows of C by 4 vectors of 16 (fewer where the registers are fewer:
+ * AT_MR, AT_NV), each element of A broadcast against a row of B. A is
+ * read through two strides, so a tile and its transpose are both an A.
+ * B's rows are 16-float multiples: the head dim is padded to Dp (the
+ * problem's operands copied when D is not a multiple of 16), and the keys'
+ * transposes (kt, vt) are padded to Tp columns.
  *
  * With AT_DP defined (the AVX512-BF16 copy, bfloat16 operands), A and B
  * hold 32-bit words of two bfloat16 values that are neighbours along k:
@@ -94,7 +95,7 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
 }
 #endif
 
-#define AT_MK(R, NV) AT_FN(mk)(R, NV, add, k, a, ars, acs, b, ldb, c, ldc)
+#define AT_MK(R, NV) AT_FN(mk)(R, NV, add, kn, a, ars, acs, b, ldb, c, ldc)
 #define AT_MK_ROWS(NV)                                                                                                 \
     switch (mr) {                                                                                                      \
     case 6: AT_MK(6, NV); break;                                                                                       \
@@ -105,15 +106,37 @@ static inline __attribute__((always_inline)) void AT_FN(mk)(const int mr, const 
     default: AT_MK(1, NV); break;                                                                                      \
     }
 
+/* The block mm gives mk: AT_MR rows by AT_NV vectors of 16, as many
+ * accumulators as the registers hold with a row of B and a broadcast: 24
+ * of AVX-512's 32 zmm; AVX2's 16 ymm hold 6 x 1 (12 ymm), where 6 x 4 had
+ * spilled to the stack (a tenth of AVX-512's speed per flop, not half); 2
+ * x 1 in SSE's 16 xmm. */
+#if defined(__AVX512F__)
+#define AT_MR MR
+#define AT_NV 4
+#elif defined(__AVX2__)
+#define AT_MR MR
+#define AT_NV 1
+#else
+#define AT_MR 2
+#define AT_NV 1
+#endif
+
 /* C (m x n) = (add ? C : 0) + A (m x k) B (k x n), n a multiple of 16
- * (AT_DP: k words of A's rows and B's columns, 2k products). */
-static void AT_FN(mm)(int add, int64_t m, int64_t n, int64_t k, const AT_EL *A, int64_t ars, int64_t acs,
+ * (AT_DP: k words of A's rows and B's columns, 2k products), tri the part
+ * a causal diagonal tile needs (attention.c). */
+static void AT_FN(mm)(int add, int tri, int64_t m, int64_t n, int64_t k, const AT_EL *A, int64_t ars, int64_t acs,
                       const AT_EL *B, int64_t ldb, float *C, int64_t ldc) {
-    for (int64_t j = 0; j < n; j += 64) {
-        int nv = n - j >= 64 ? 4 : (int)(n - j) / 16;
-        for (int64_t i = 0; i < m; i += MR) {
-            int mr = m - i >= MR ? MR : (int)(m - i);
-            const AT_EL *a = A + i * ars, *b = B + j;
+    for (int64_t j = 0; j < n; j += 16 * AT_NV) {
+        int nvj = n - j >= 16 * AT_NV ? AT_NV : (int)(n - j) / 16;
+        for (int64_t i = 0; i < m; i += AT_MR) {
+            int mr = m - i >= AT_MR ? AT_MR : (int)(m - i), nv = nvj;
+            int64_t k0 = tri == TRI_KLO ? i : 0, kn = (tri == TRI_KHI && i + mr < k ? i + mr : k) - k0;
+            if (tri == TRI_COLS && i + mr - j < 16 * nv) {
+                if (i + mr <= j) continue; /* the block's columns from j on all masked */
+                nv = (int)(i + mr - j + 15) / 16;
+            }
+            const AT_EL *a = A + i * ars + k0 * acs, *b = B + j + k0 * ldb;
             float *c = C + i * ldc + j;
             switch (nv) {
             case 4: AT_MK_ROWS(4) break;
@@ -239,12 +262,14 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
     AT_FN(pairs)(g, ld[3], T, D, Dp, Tp, p->gp = (uint32_t *)take(&next, Tp / 2 * Dp));
     p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * Dp);
     p->dk = take(&next, 2 * BK * Dp), p->dv = p->dk + BK * Dp;
+    p->sk = att_kept(a) ? take(&next, att_kept(a)) : NULL;
 }
 
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
  * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
-static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
-    AT_FN(mm)(0, ni, up16(nj), p->kw, p->qw + i0 * p->Dw, p->Dw, 1, p->ktw + j0, p->Tp, s, BK);
+static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, float *s) {
+    int tri = diag ? TRI_COLS : TRI_NONE;
+    AT_FN(mm)(0, tri, ni, up16(nj), p->kw, p->qw + i0 * p->Dw, p->Dw, 1, p->ktw + j0, p->Tp, s, BK);
 }
 
 /* w (ni rows of BK / 2 words) = the first n columns (a multiple of 16) of
@@ -271,32 +296,39 @@ static void AT_FN(pack_cols)(const float *s, int64_t ni, int64_t n, uint32_t *w)
 }
 
 /* acc (ni rows of Dp) += P v for keys [j0, j0 + nj), P the tile s (ni rows
- * of BK, 0 past nj) rounded to bfloat16. */
-static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, const float *s, float *acc) {
+ * of BK, 0 past nj) rounded to bfloat16. k counts key pairs here: on the
+ * diagonal, TRI_KHI's k up to row i keeps the (i + 2) / 2 pairs row i
+ * needs, and more. */
+static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, int diag, const float *s, float *acc) {
     uint32_t w[BQ * BK / 2];
     AT_FN(pack_rows)(s, ni, up16(nj), w);
-    AT_FN(mm)(1, ni, p->Dp, (nj + 1) / 2, w, BK / 2, 1, p->vp + j0 / 2 * p->Dp, p->Dp, acc, p->Dp);
+    int tri = diag ? TRI_KHI : TRI_NONE;
+    AT_FN(mm)(1, tri, ni, p->Dp, (nj + 1) / 2, w, BK / 2, 1, p->vp + j0 / 2 * p->Dp, p->Dp, acc, p->Dp);
 }
 
 /* dp (ni rows of BK) = dO v^T for query rows [i0, i0 + ni), keys [j0, j0 + nj). */
-static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *dp) {
-    AT_FN(mm)(0, ni, up16(nj), p->kw, p->gw + i0 * p->Dw, p->Dw, 1, p->vtw + j0, p->Tp, dp, BK);
+static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, float *dp) {
+    int tri = diag ? TRI_COLS : TRI_NONE;
+    AT_FN(mm)(0, tri, ni, up16(nj), p->kw, p->gw + i0 * p->Dw, p->Dw, 1, p->vtw + j0, p->Tp, dp, BK);
 }
 
 /* The tile pair's share of the gradients: dv += P^T dO, dk += dS^T q, dq
  * += dS k (s: P, ds: dS, ni rows of BK, zero from nj to nj rounded up to
  * 16), P and dS rounded to bfloat16, as PyTorch's CPU flash attention
- * does (its attn_reduced and grad_attn_reduced). */
-static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *s,
+ * does (its attn_reduced and grad_attn_reduced). dv and dk's k counts
+ * query pairs: TRI_KLO, k from row j on, would skip those of queries j / 2
+ * to j; they run whole. */
+static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, const float *s,
                          const float *ds) {
     int64_t Dp = p->Dp, njp = up16(nj), h = (ni + 1) / 2;
     uint32_t w[BQ * BK / 2];
     AT_FN(pack_cols)(s, ni, njp, w);
-    AT_FN(mm)(1, nj, Dp, h, w, 1, BK, p->gp + i0 / 2 * Dp, Dp, p->dv, Dp);
+    AT_FN(mm)(1, TRI_NONE, nj, Dp, h, w, 1, BK, p->gp + i0 / 2 * Dp, Dp, p->dv, Dp);
     AT_FN(pack_cols)(ds, ni, njp, w);
-    AT_FN(mm)(1, nj, Dp, h, w, 1, BK, p->qp + i0 / 2 * Dp, Dp, p->dk, Dp);
+    AT_FN(mm)(1, TRI_NONE, nj, Dp, h, w, 1, BK, p->qp + i0 / 2 * Dp, Dp, p->dk, Dp);
     AT_FN(pack_rows)(ds, ni, njp, w);
-    AT_FN(mm)(1, ni, Dp, (nj + 1) / 2, w, BK / 2, 1, p->kp + j0 / 2 * Dp, Dp, p->dq + i0 * Dp, Dp);
+    int tri = diag ? TRI_KHI : TRI_NONE;
+    AT_FN(mm)(1, tri, ni, Dp, (nj + 1) / 2, w, BK / 2, 1, p->kp + j0 / 2 * Dp, Dp, p->dq + i0 * Dp, Dp);
 }
 
 /* Row i of dO (as its bfloat16 words hold it) dotted with o (D values,
@@ -340,32 +372,36 @@ static void AT_FN(prob_load)(const att *a, void *const *in, int64_t bh, float *m
     AT_FN(transpose)(p->v, T, p->Dp, p->ldv, p->Tp, p->vt = take(&next, p->Dp * p->Tp));
     p->lse = take(&next, T), p->di = take(&next, T), p->dq = take(&next, T * p->Dp);
     p->dk = take(&next, 2 * BK * p->Dp), p->dv = p->dk + BK * p->Dp;
+    p->sk = att_kept(a) ? take(&next, att_kept(a)) : NULL;
 }
 
 /* Scores (unscaled) of query rows [i0, i0 + ni) against keys [j0, j0 +
  * nj) into s (ni rows of BK; columns up to nj rounded up to 16 are written). */
-static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *s) {
-    AT_FN(mm)(0, ni, up16(nj), p->D, p->q + i0 * p->ldq, p->ldq, 1, p->kt + j0, p->Tp, s, BK);
+static void AT_FN(scores)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, float *s) {
+    int tri = diag ? TRI_COLS : TRI_NONE;
+    AT_FN(mm)(0, tri, ni, up16(nj), p->D, p->q + i0 * p->ldq, p->ldq, 1, p->kt + j0, p->Tp, s, BK);
 }
 
 /* acc (ni rows of Dp) += P v for keys [j0, j0 + nj), P the tile s (ni rows of BK). */
-static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, const float *s, float *acc) {
-    AT_FN(mm)(1, ni, p->Dp, nj, s, BK, 1, p->v + j0 * p->ldv, p->ldv, acc, p->Dp);
+static void AT_FN(pv)(const prob *p, int64_t ni, int64_t j0, int64_t nj, int diag, const float *s, float *acc) {
+    AT_FN(mm)(1, diag ? TRI_KHI : TRI_NONE, ni, p->Dp, nj, s, BK, 1, p->v + j0 * p->ldv, p->ldv, acc, p->Dp);
 }
 
 /* dp (ni rows of BK) = dO v^T for query rows [i0, i0 + ni), keys [j0, j0 + nj). */
-static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *dp) {
-    AT_FN(mm)(0, ni, up16(nj), p->D, p->g + i0 * p->ldg, p->ldg, 1, p->vt + j0, p->Tp, dp, BK);
+static void AT_FN(dp_tile)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, float *dp) {
+    int tri = diag ? TRI_COLS : TRI_NONE;
+    AT_FN(mm)(0, tri, ni, up16(nj), p->D, p->g + i0 * p->ldg, p->ldg, 1, p->vt + j0, p->Tp, dp, BK);
 }
 
 /* The tile pair's share of the gradients: dv += P^T dO, dk += dS^T q, dq
  * += dS k (s: P, ds: dS, ni rows of BK, zero from nj to nj rounded up to 16). */
-static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, const float *s,
+static void AT_FN(grads)(const prob *p, int64_t i0, int64_t ni, int64_t j0, int64_t nj, int diag, const float *s,
                          const float *ds) {
     int64_t Dp = p->Dp;
-    AT_FN(mm)(1, nj, Dp, ni, s, 1, BK, p->g + i0 * p->ldg, p->ldg, p->dv, Dp);
-    AT_FN(mm)(1, nj, Dp, ni, ds, 1, BK, p->q + i0 * p->ldq, p->ldq, p->dk, Dp);
-    AT_FN(mm)(1, ni, Dp, nj, ds, BK, 1, p->k + j0 * p->ldk, p->ldk, p->dq + i0 * Dp, Dp);
+    int lo = diag ? TRI_KLO : TRI_NONE;
+    AT_FN(mm)(1, lo, nj, Dp, ni, s, 1, BK, p->g + i0 * p->ldg, p->ldg, p->dv, Dp);
+    AT_FN(mm)(1, lo, nj, Dp, ni, ds, 1, BK, p->q + i0 * p->ldq, p->ldq, p->dk, Dp);
+    AT_FN(mm)(1, diag ? TRI_KHI : TRI_NONE, ni, Dp, nj, ds, BK, 1, p->k + j0 * p->ldk, p->ldk, p->dq + i0 * Dp, Dp);
 }
 
 /* Row i of dO dotted with o (D values, bfloat16 if bf16). */
@@ -383,115 +419,164 @@ static float AT_FN(g_dot)(const prob *p, int64_t i, const void *o, int bf16) {
 }
 #endif
 
-/* Row si of a score tile (BK floats): scaled, the keys from lim on masked
- * (-inf), its maximum with m returned. */
-static float AT_FN(row_max)(float *si, int64_t lim, float scale, float m) {
-    for (int64_t j = lim; j < BK; j++) si[j] = -INFINITY;
-    v16 mv = V16(si) * scale;
-    V16(si) = mv;
-    for (int j = 16; j < BK; j += 16) {
-        v16 x = V16(si + j) * scale;
-        V16(si + j) = x;
-        mv = VSEL(x > mv, x, mv);
-    }
-    for (int c = 0; c < 16; c++) m = mv[c] > m ? mv[c] : m;
-    return m;
-}
-
-#ifdef AT_DP
-/* e^x in 16 lanes, x <= 0 or -inf (scores less their max or log-sum-exp):
- * 2^n e^r with n = round(x log2 e), r = x - n ln 2 (two steps) in [-ln 2 /
- * 2, ln 2 / 2] and e^r by its Taylor polynomial of degree 6 (relative
- * error 1.2e-7, about float's); x below -150 (-inf: masked keys) gives 0.
- * libmvec's expf took a quarter of this copy's time, and its P is rounded
- * to bfloat16 (2^-9) before it is multiplied. */
-static inline __m512 AT_FN(exp16)(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-150.0f));
+/* *xv = e^x in 16 lanes, x a score less its max or log-sum-exp (<= 0, or
+ * -inf: a masked key): 2^n e^r with n = round(x log2 e), r = x - n ln 2
+ * (two steps) in [-ln 2 / 2, ln 2 / 2] and e^r by its Taylor polynomial
+ * of degree 7; relative error 7.9e-8 on [-87.3, 0] (1.0e-7 without FMA),
+ * libm's expf's 6.0e-8. NaN gives NaN. In place of libmvec's expf (a call
+ * per 16 values) and libm's (per row): a sixth of the float32 kernels'
+ * time, and a quarter of the AVX512-BF16 copy's. */
+static inline void AT_FN(vexp)(v16 *xv) {
+#ifdef __AVX512F__
+    /* 2^n by vscalefps, which gives denormals and 0 below (-inf: x is
+     * raised to -150 first; max returns its second operand, a NaN x) */
+    __m512 x = _mm512_max_ps(_mm512_set1_ps(-150.0f), (__m512)*xv);
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x); /* ln 2's leading bits: n ln2hi exact */
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    v16 nv = (v16)n, r = (v16)x - nv * 0.693145751953125f; /* ln 2's leading bits: n ln2hi exact */
+#else
+    /* n by adding 1.5 2^23, whose low bits are then n, shifted into the
+     * exponent: x below -87.3 gives 0 (where expf gives a denormal down to
+     * -103.9, below float's eps of the row's largest term, 1), x above 88
+     * (never) is taken as 88 */
+    const v16 lo = (v16){0} - 87.33f, big = (v16){0} + 12582912.0f; /* 1.5 2^23 */
+    v16 x = *xv;
+    vi16 under = x < lo;
+    x = VSEL(under, lo, x);
+    x = VSEL(x > 88.0f, (v16){0} + 88.0f, x);
+    v16 t = x * 1.44269504088896341f + big, nv = t - big;
+    v16 r = x - nv * 0.693145751953125f;
+#endif
+    r = r - nv * 1.42860682030941723e-6f;
+    v16 p = r * (1.0f / 5040) + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+#ifdef __AVX512F__
+    *xv = (v16)_mm512_scalef_ps((__m512)p, n);
+#else
+    v16 two_n = (v16)(((vi16)t << 23) + (127 << 23)); /* n + 127 in the exponent */
+    *xv = (v16)((vi16)(p * two_n) & ~under);
+#endif
 }
 
-/* x[j] = e^(mul x[j] - sub), j < n (a multiple of 16). */
-static void AT_FN(exp_row)(float *x, int64_t n, float mul, float sub) {
-    __m512 m = _mm512_set1_ps(mul), s = _mm512_set1_ps(sub);
-    for (int64_t j = 0; j < n; j += 16)
-        _mm512_storeu_ps(x + j, AT_FN(exp16)(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), m, s)));
+/* The largest and the sum of 16 lanes: a shuffle tree (a loop over the
+ * lanes went through memory, a scalar step each). */
+static inline float AT_FN(hmax)(const v16 *xv) {
+    v16 x = *xv, y = __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    x = VSEL(y > x, y, x);
+    y = __builtin_shufflevector(x, x, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    x = VSEL(y > x, y, x);
+    y = __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    x = VSEL(y > x, y, x);
+    y = __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+    x = VSEL(y > x, y, x);
+    return x[0];
+}
+static inline float AT_FN(hsum)(const v16 *xv) {
+    v16 x = *xv;
+    x += __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    x += __builtin_shufflevector(x, x, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    x += __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    x += __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+    return x[0];
+}
+
+/* Row si of a score tile (BK floats), in registers: scaled, the keys from
+ * lim on masked, e^(x - mx) with mx the row's running maximum (*m before,
+ * updated), in place if put (else the row is left as it was: the
+ * backward's first sweep keeps it); the row's sum returned. Masked 16-key
+ * strips are zeroed without their exponentials (half the diagonal tile's). */
+static float AT_FN(row_softmax)(float *si, int64_t lim, float scale, float *m, int put) {
+    const vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const v16 ninf = (v16){0} - INFINITY;
+    int nv = (int)(lim + 15) / 16;
+    v16 x[BK / 16], mv = ninf, sv = {0};
+#pragma GCC unroll 4
+    for (int v = 0; v < BK / 16; v++) {
+        x[v] = ninf;
+        if (v >= nv) continue;
+        x[v] = V16(si + 16 * v) * scale;
+        if (16 * v + 16 > lim) x[v] = VSEL(lane + 16 * v < (int)lim, x[v], ninf);
+        mv = VSEL(x[v] > mv, x[v], mv);
+    }
+    float mx = AT_FN(hmax)(&mv);
+    mx = mx > *m ? mx : *m;
+    *m = mx;
+#pragma GCC unroll 4
+    for (int v = 0; v < BK / 16; v++) {
+        v16 e = {0};
+        if (v < nv) e = x[v] - mx, AT_FN(vexp)(&e);
+        if (put) V16(si + 16 * v) = e;
+        sv += e;
+    }
+    return AT_FN(hsum)(&sv);
 }
 
 /* P and dS of a backward tile's row, keys j < lim: si[j] = P = e^(scale
  * si[j] - lse), dpi[j] = dS = scale P (dpi[j] - di) (past lim: anything,
  * the caller zeroes them). */
 static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
-    AT_FN(exp_row)(si, up16(lim), scale, lse);
-    OMP_SIMD for (int64_t j = 0; j < lim; j++) dpi[j] = scale * si[j] * (dpi[j] - di);
-}
-#else
-/* As the AT_DP p_ds above, with libmvec's expf. */
-static void AT_FN(p_ds)(float *si, float *dpi, int64_t lim, float scale, float lse, float di) {
-    OMP_SIMD for (int64_t j = 0; j < lim; j++) {
-        float pij = expf(si[j] * scale - lse);
-        si[j] = pij;
-        dpi[j] = scale * pij * (dpi[j] - di);
+    for (int64_t j = 0; j < lim; j += 16) {
+        v16 p = V16(si + j) * scale - lse;
+        AT_FN(vexp)(&p);
+        V16(si + j) = p;
+        V16(dpi + j) = scale * p * (V16(dpi + j) - di);
     }
 }
-#endif
 
-/* si[j] = exp(si[j] - mx) for the whole row (masked keys give 0); their sum. */
-static float AT_FN(row_exp)(float *si, float mx) {
-#ifdef AT_DP
-    AT_FN(exp_row)(si, BK, 1.0f, mx);
-#else
-    OMP_SIMD for (int j = 0; j < BK; j++) si[j] = expf(si[j] - mx);
-#endif
-    v16 sv = V16(si);
-    for (int j = 16; j < BK; j += 16) sv += V16(si + j);
-    float sum = 0;
-    for (int c = 0; c < 16; c++) sum += sv[c];
-    return sum;
+/* The backward's kept score tile of queries from i0, keys from j0. */
+static float *AT_FN(kept)(const att *a, const prob *p, int64_t i0, int64_t j0) {
+    return p->sk + (i0 / BQ * ((a->g.T + BQ - 1) / BQ) + j0 / BK) * (BQ * BK);
 }
 
 /* One query tile [i0, i0 + ni) of a problem: o rows (the output's, from
  * element o_off on), or, if lse is given, each row's log-sum-exp (the
- * backward's first sweep; v is not read). */
+ * backward's first sweep; v is not read; its score tiles are left in
+ * p->sk if kept). */
 static void AT_FN(tile_fwd)(const att *a, const prob *p, int64_t bh, int64_t i0, int64_t ni, void *o, int64_t o_off,
                             float *lse) {
     int64_t D = p->D, Dp = p->Dp, kend = att_kend(a, i0, ni);
-    float s[BQ * BK], m[BQ], l[BQ], acc[BQ * DMAX];
-    for (int64_t i = 0; i < ni; i++) m[i] = -INFINITY, l[i] = 0;
+    /* per row: the running max, before this key tile (m0), the sum, this tile's sum */
+    float s[BQ * BK], m[BQ], m0[BQ], l[BQ], ls[BQ], acc[BQ * DMAX];
+    for (int64_t i = 0; i < BQ; i++) m[i] = -INFINITY, l[i] = ls[i] = 0;
     if (!lse) memset(acc, 0, (size_t)(ni * Dp) * sizeof *acc);
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
         int64_t nj = kend - j0 < BK ? kend - j0 : BK;
-        AT_FN(scores)(p, i0, ni, j0, nj, s);
+        int diag = a->g.causal && j0 == i0;
+        float *st = lse && p->sk ? AT_FN(kept)(a, p, i0, j0) : s;
+        AT_FN(scores)(p, i0, ni, j0, nj, diag, st);
+        memcpy(m0, m, sizeof m);
         for (int64_t i = 0; i < ni; i++) {
-            float *si = s + i * BK;
+            float *si = st + i * BK;
             int64_t lim = att_lim(a, i0 + i, j0, nj);
             if (lim <= 0) { /* every key of this tile is masked for this row */
                 memset(si, 0, BK * sizeof *si);
+                ls[i] = 0;
                 continue;
             }
-            float mx = AT_FN(row_max)(si, lim, a->scale, m[i]), sum = AT_FN(row_exp)(si, mx);
-            float corr = expf(m[i] - mx); /* 0 at the row's first tile: m was -inf */
-            l[i] = l[i] * corr + sum;
-            m[i] = mx;
-            if (lse) continue;
-            if (corr != 1.0f) {
-                float *ai = acc + i * Dp;
-                OMP_SIMD for (int64_t c = 0; c < Dp; c++) ai[c] *= corr;
-            }
-            if (a->g.p > 0)
+            ls[i] = AT_FN(row_softmax)(si, lim, a->scale, &m[i], !lse);
+            if (!lse && a->g.p > 0)
                 for (int64_t j = 0; j < lim; j++) si[j] *= att_drop(a, bh, i0 + i, j0 + j);
         }
-        if (!lse) AT_FN(pv)(p, ni, j0, nj, s, acc);
+        /* the old sums and outputs rescaled: 0 at a row's first tile (m0 -inf) */
+        for (int64_t i = 0; i < ni; i += 16) {
+            vi16 same = V16(m0 + i) == V16(m + i); /* 1, also where both are -inf (no key seen yet) */
+            v16 corr = V16(m0 + i) - V16(m + i);
+            AT_FN(vexp)(&corr);
+            corr = VSEL(same, (v16){0} + 1.0f, corr);
+            V16(l + i) = V16(l + i) * corr + V16(ls + i);
+            if (lse) continue;
+            for (int64_t r = i; r < i + 16 && r < ni; r++)
+                if (corr[r - i] != 1.0f) {
+                    float *ar = acc + r * Dp, cr = corr[r - i];
+                    OMP_SIMD for (int64_t c = 0; c < Dp; c++) ar[c] *= cr;
+                }
+        }
+        if (!lse) AT_FN(pv)(p, ni, j0, nj, diag, s, acc);
     }
     for (int64_t i = 0; i < ni; i++) {
         if (lse) {
@@ -525,7 +610,8 @@ static void AT_FN(forward)(const att *a, void *const *in, void *out, float *buf,
 
 /* ATTENTION_BWD (g, q, k, v, out) -> [dq; dk; dv], in the manner of
  * FlashAttention-2: problems in parallel; within one, a sweep for each
- * row's log-sum-exp, then key tiles outer (their dk, dv tiles complete in
+ * row's log-sum-exp (which keeps its score tiles, att_kept), then key
+ * tiles outer (their dk, dv tiles complete in
  * place) and query tiles inner (dq accumulates over the key tiles). Per
  * tile pair: P = exp(S - lse) and dP = dO V^T, dS = scale P (dP M -
  * rowsum(dO O)); dv += (P M)^T dO, dk += dS^T Q, dq += dS K. buf:
@@ -553,10 +639,12 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                 memset(p.dk, 0, (size_t)(2 * BK * Dp) * sizeof *p.dk); /* dk and dv tiles */
                 for (int64_t i0 = a->g.causal ? j0 / BQ * BQ : 0; i0 < T; i0 += BQ) {
                     int64_t ni = T - i0 < BQ ? T - i0 : BQ;
-                    AT_FN(scores)(&p, i0, ni, j0, nj, s);
-                    AT_FN(dp_tile)(&p, i0, ni, j0, nj, dp);
+                    int diag = a->g.causal && i0 == j0;
+                    float *st = p.sk ? AT_FN(kept)(a, &p, i0, j0) : s;
+                    if (!p.sk) AT_FN(scores)(&p, i0, ni, j0, nj, diag, s);
+                    AT_FN(dp_tile)(&p, i0, ni, j0, nj, diag, dp);
                     for (int64_t i = 0; i < ni; i++) {
-                        float *si = s + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
+                        float *si = st + i * BK, *dpi = dp + i * BK, lse = p.lse[i0 + i], di = p.di[i0 + i];
                         float scale = a->scale;
                         int64_t lim = att_lim(a, i0 + i, j0, nj);
                         if (lim < 0) lim = 0;
@@ -571,7 +659,7 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
                         }
                         for (int64_t j = lim; j < njp; j++) si[j] = dpi[j] = 0;
                     }
-                    AT_FN(grads)(&p, i0, ni, j0, nj, s, dp);
+                    AT_FN(grads)(&p, i0, ni, j0, nj, diag, st, dp);
                 }
                 for (int64_t j = 0; j < nj; j++) {
                     AT_FN(put_row)(out, a->bf16, total + bh * TD + (j0 + j) * D, p.dk + j * Dp, 1.0f, D);
@@ -585,3 +673,5 @@ static void AT_FN(backward)(const att *a, void *const *in, void *out, float *buf
 
 #undef AT_FN
 #undef AT_EL
+#undef AT_MR
+#undef AT_NV
