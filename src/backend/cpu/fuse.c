@@ -298,14 +298,27 @@ static int build_single(const exec_graph *g, int32_t k, kernel *kn) {
     return 0;
 }
 
-/* Do BN_BWD_INPUT a (batch statistics) and BN_BWD_PARAMS p sum the same
- * g, x and statistics? (Their eps, a runtime scalar, is compared when they
- * run.) */
-static int bn_sums_alike(const exec_graph *g, const gnode *a, const gnode *p) {
+/* Do the K_REF kernels a (BN_BWD_INPUT, batch statistics) and p
+ * (BN_BWD_PARAMS) sum the same g, x and statistics? (Their eps, a runtime
+ * scalar, is compared when they run.) */
+static int bn_twins(const exec_graph *g, const kernel *ka, const kernel *kp) {
+    const gnode *a = &g->nodes[ka->node], *p = &g->nodes[kp->node];
     if (a->op != LT_OP_BN_BWD_INPUT || p->op != LT_OP_BN_BWD_PARAMS || !a->ia[0] || !p->ia[0]) return 0;
     for (int i = 0; i < 3; i++)
         if (a->in[i] != p->in[i]) return 0;
     return cpu_bn_ok(g, a) && cpu_bn_ok(g, p);
+}
+
+/* Do the K_REF kernels a (LN_BWD_INPUT) and p (LN_BWD_PARAMS) read the
+ * same g and x (as the kernels read them: after fuse_ln_casts both read
+ * the bfloat16 gradient, or neither) over the same dims? Each recomputes
+ * the rows' statistics; paired, one pass over g and x (cpu_ln_bwd_pair).
+ * Their eps is compared when they run. */
+static int ln_twins(const exec_graph *g, const kernel *ka, const kernel *kp) {
+    const gnode *a = &g->nodes[ka->node], *p = &g->nodes[kp->node];
+    if (a->op != LT_OP_LN_BWD_INPUT || p->op != LT_OP_LN_BWD_PARAMS || a->ia[0] != p->ia[0]) return 0;
+    if (ka->read[0] != kp->read[0] || ka->read[1] != kp->read[1] || (ka->casts & 1) != (kp->casts & 1)) return 0;
+    return cpu_ln_ok(g, a) && cpu_ln_ok(g, p);
 }
 
 static void kernel_clear(kernel *k) {
@@ -321,10 +334,21 @@ static void kernel_clear(kernel *k) {
     memset(k, 0, sizeof *k);
 }
 
-/* Pairs every BN_BWD_INPUT kernel with its BN_BWD_PARAMS twin into one
- * K_BN_BWD at the earlier of the two places (every operand is ready there)
- * and drops the later one. */
-static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
+/* Drops the holes (node -1) a pass left in the kernel list. */
+static void squeeze_holes(kernel *ks, int *nk) {
+    int m = 0;
+    for (int j = 0; j < *nk; j++)
+        if (ks[j].node >= 0) ks[m++] = ks[j];
+    *nk = m;
+}
+
+/* Pairs every K_REF kernel a with its twin p (twins(g, a, p)) into one
+ * kernel of `kind` at the earlier of the two places (every operand is
+ * ready there) that reads a's operands and writes a's output, then p's,
+ * and drops the later one: batch norm's and layer norm's backward ops,
+ * whose two kernels share one pass over g and x. */
+static int pair_twins(const exec_graph *g, kernel *ks, int *nk,
+                      int (*twins)(const exec_graph *, const kernel *, const kernel *), uint8_t kind) {
     int32_t *made_by = core_malloc((size_t)(g->n ? g->n : 1) * 4);
     if (!made_by) return -1;
     for (int32_t v = 0; v < g->n; v++) made_by[v] = -1;
@@ -332,20 +356,19 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
         for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
     int rc = 0;
     for (int j = 0; j < *nk && rc == 0; j++) {
-        if (ks[j].kind != K_REF || g->nodes[ks[j].node].op != LT_OP_BN_BWD_INPUT) continue;
-        const gnode *a = &g->nodes[ks[j].node];
+        if (ks[j].kind != K_REF) continue;
         for (int q = 0; q < *nk; q++) { /* holes are K_FUSED (cleared), never K_REF */
-            if (ks[q].kind != K_REF || !bn_sums_alike(g, a, &g->nodes[ks[q].node])) continue;
+            if (q == j || ks[q].kind != K_REF || !twins(g, &ks[j], &ks[q])) continue;
             int first = j < q ? j : q, ready = 1;
-            for (int i = 0; i < a->nin; i++) ready &= made_by[a->in[i]] < first;
+            for (int i = 0; i < ks[j].nread; i++) ready &= made_by[ks[j].read[i]] < first;
             if (!ready) continue;
-            int32_t w[2] = {ks[j].node, ks[q].node}, *writes = dup_ints(w, 2);
+            int32_t w[2] = {ks[j].write[0], ks[q].write[0]}, *writes = dup_ints(w, 2);
             if (!writes) {
                 rc = -1;
                 break;
             }
             int32_t node = ks[j].node, *reads = ks[j].read, nread = ks[j].nread;
-            uint8_t *inplace = ks[j].inplace_ok;
+            uint8_t *inplace = ks[j].inplace_ok, casts = ks[j].casts;
             /* The plan may put any output over a dying input of its size:
              * the sums (2, C), written as channels finish, must not be. */
             memset(inplace, 0, (size_t)nread);
@@ -353,16 +376,13 @@ static int pair_bn_bwd(const exec_graph *g, kernel *ks, int *nk) {
             kernel_clear(&ks[j]);
             kernel_clear(&ks[q]);
             ks[j + q - first].node = -1; /* a hole, squeezed out below */
-            ks[first] = (kernel){.kind = K_BN_BWD, .node = node, .nread = nread, .read = reads, .nwrite = 2,
-                                 .write = writes, .inplace_ok = inplace};
+            ks[first] = (kernel){.kind = kind, .node = node, .nread = nread, .read = reads, .nwrite = 2,
+                                 .write = writes, .inplace_ok = inplace, .casts = casts};
             made_by[w[0]] = made_by[w[1]] = first;
             break;
         }
     }
-    int n = 0;
-    for (int j = 0; j < *nk; j++)
-        if (ks[j].node >= 0) ks[n++] = ks[j];
-    *nk = n;
+    squeeze_holes(ks, nk);
     core_free(made_by);
     return rc;
 }
@@ -399,13 +419,6 @@ static int kernel_map(const exec_graph *g, const kernel *ks, int nk, int32_t **m
     }
     for (int r = 0; r < g->nroots; r++) ir[g->roots[r]] = 1;
     return 0;
-}
-
-static void squeeze_holes(kernel *ks, int *nk) {
-    int m = 0;
-    for (int j = 0; j < *nk; j++)
-        if (ks[j].node >= 0) ks[m++] = ks[j];
-    *nk = m;
 }
 
 /* Batch norm's forward epilogue: a group that is exactly relu(bn) or
@@ -518,44 +531,6 @@ static int fuse_ln_casts(const exec_graph *g, kernel *ks, int *nk) {
     }
     squeeze_holes(ks, nk);
     core_free(made_by), core_free(readers), core_free(is_root);
-    return rc;
-}
-
-/* Layer norm's backward ops read the same g and x, and each recomputed
- * the rows' statistics: an LN_BWD_INPUT kernel and its LN_BWD_PARAMS twin
- * (the same operands, as kernels read them, and nnorm; their eps is
- * compared when they run) become one K_LN_BWD at the earlier place, one
- * pass over g and x (cpu_ln_bwd_pair). After fuse_ln_casts: both read the
- * bfloat16 gradient, or neither. */
-static int pair_ln_bwd(const exec_graph *g, kernel *ks, int *nk) {
-    int rc = 0;
-    for (int j = 0; j < *nk && rc == 0; j++) {
-        kernel *ka = &ks[j];
-        if (ka->kind != K_REF || g->nodes[ka->node].op != LT_OP_LN_BWD_INPUT || !cpu_ln_ok(g, &g->nodes[ka->node]))
-            continue;
-        const gnode *a = &g->nodes[ka->node];
-        for (int q = j + 1; q < *nk; q++) { /* the params kernel comes after: autograd makes it second */
-            kernel *kp = &ks[q];
-            if (kp->kind != K_REF || kp->node < 0) continue;
-            const gnode *p = &g->nodes[kp->node];
-            if (p->op != LT_OP_LN_BWD_PARAMS || p->ia[0] != a->ia[0] || kp->read[0] != ka->read[0] ||
-                kp->read[1] != ka->read[1] || (kp->casts & 1) != (ka->casts & 1) || !cpu_ln_ok(g, p))
-                continue;
-            int32_t w[2] = {ka->write[0], kp->node}, *writes = dup_ints(w, 2);
-            if (!writes) {
-                rc = -1;
-                break;
-            }
-            core_free(ka->write);
-            ka->write = writes;
-            ka->nwrite = 2;
-            ka->kind = K_LN_BWD;
-            kernel_clear(kp);
-            kp->node = -1; /* a hole, squeezed out below */
-            break;
-        }
-    }
-    squeeze_holes(ks, nk);
     return rc;
 }
 
@@ -803,8 +778,8 @@ int cpu_fuse(const exec_graph *g, kernel **out, int *nk) {
         for (int32_t m = bucket_head[k]; m >= 0; m = bucket_next[m]) members[nm++] = m;
         if (build_group(&s, members, nm, ext_use, kn, scratch)) goto done;
     }
-    if (pair_bn_bwd(g, ks, &nkern) || reads_through_views(g, ks, &nkern) || fuse_ln_casts(g, ks, &nkern) ||
-        pair_ln_bwd(g, ks, &nkern))
+    if (pair_twins(g, ks, &nkern, bn_twins, K_BN_BWD) || reads_through_views(g, ks, &nkern) ||
+        fuse_ln_casts(g, ks, &nkern) || pair_twins(g, ks, &nkern, ln_twins, K_LN_BWD))
         goto done;
     if (g_config.bn_fuse && (fuse_bn_act(g, ks, &nkern) || fuse_bn_relu_bwd(g, ks, &nkern))) goto done;
     if (cpu_bucket_collectives(g, ks, &nkern, g_config.dist_bucket_bytes)) goto done;
