@@ -108,6 +108,42 @@ TEST(matmul_values) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
 }
 
+/* A linear's float32 weight under autocast gets the float32 sums of the
+ * bfloat16 products g^T x, not those sums rounded to bfloat16 and cast
+ * back (nn_matmul_wide): here sums of 64 products of 8-bit mantissas, so
+ * within float32 rounding of the float64 sums of the same bfloat16
+ * values; a bfloat16 rounding (2^-9 relative) fails it. Through the fast
+ * kernel (no reference one) where oneDNN is built in. */
+TEST(linear_weight_gradient_unrounded) {
+    int64_t xs[2] = {64, 24}, ws[2] = {10, 24}, ys[2] = {64, 10};
+    lt_tensor *x = randt(LT_F32, 2, xs), *w = randt(LT_F32, 2, ws), *c = randt(LT_F32, 2, ys);
+    lt_set_requires_grad(w, true);
+    double f0 = lt_metric("FallbackOps");
+    lt_autocast_begin(LT_BF16);
+    lt_tensor *y = lt_linear(x, w, NULL);
+    lt_autocast_end();
+    lt_tensor *yc = lt_mul(y, c), *l = lt_sum(yc, 0, NULL, false); /* dL/dy = c, rounded to y's bfloat16 */
+    CHECK(lt_backward(l) == 0);
+    lt_tensor *gw = lt_grad(w);
+    CHECK(gw && lt_dtype_of(gw) == LT_F32);
+    lt_mark_step();
+#ifdef LT_HAVE_DNNL
+    CHECK_MSG(lt_metric("FallbackOps") == f0, "%g ops ran the reference kernel", lt_metric("FallbackOps") - f0);
+#else
+    (void)f0;
+#endif
+    lt_tensor *cb = lt_to_dtype(c, LT_BF16), *xb = lt_to_dtype(x, LT_BF16);
+    lt_tensor *c64 = lt_to_dtype(cb, LT_F64), *x64 = lt_to_dtype(xb, LT_F64);
+    lt_tensor *ct = lt_t(c64), *want = lt_matmul(ct, x64);
+    double *got = gw ? h_read(gw) : NULL, *ref = h_read(want);
+    CHECK(got && ref);
+    for (int i = 0; got && ref && i < 10 * 24; i++)
+        CHECK_MSG(fabs(got[i] - ref[i]) <= 1e-6 * (1 + fabs(ref[i])), "element %d: %.9g vs %.9g", i, got[i], ref[i]);
+    free(got), free(ref);
+    lt_tensor *all[] = {x, w, c, y, yc, l, cb, xb, c64, x64, ct, want};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) lt_free(all[i]);
+}
+
 /* ---- gradients through an autocast region vs float64 finite differences ---- */
 
 /* A small network: its parameters' shapes, and its loss of (x, the
@@ -264,6 +300,7 @@ TEST(transformer_block) {
 int main(void) {
     RUN(op_lists);
     RUN(matmul_values);
+    RUN(linear_weight_gradient_unrounded);
     RUN(gradients_vs_finite_differences);
     RUN(transformer_block);
     return h_report();

@@ -303,7 +303,7 @@ static lt_tensor *make_reduce(void *p) {
     case LT_OP_ARGMIN: return lt_argmin(r->x, r->axes[0], r->keep);
     case LT_OP_SOFTMAX: return lt_softmax(r->x, r->axes[0]);
     case LT_OP_LOG_SOFTMAX: return lt_log_softmax(r->x, r->axes[0]);
-    case LT_OP_MATMUL: return lt_matmul(r->x, r->y);
+    case LT_OP_MATMUL: return (r->keep ? nn_matmul_wide : lt_matmul)(r->x, r->y); /* keep: float32 sums of bfloat16 */
     default: return NULL;
     }
 }
@@ -351,6 +351,19 @@ static void matmul_cases(void) {
         if (r.x != a) lt_free(r.x);
         if (r.y != b) lt_free(r.y);
         lt_free(a), lt_free(b);
+    }
+    /* nn_matmul_wide: bfloat16 operands (transposed or not), float32 sums
+     * unrounded (autocast's weight gradients); both sides sum exact products */
+    for (int c = 0; c < 8; c++) {
+        int64_t n = 1 + rint_(90), k = 1 + rint_(300), m = 1 + rint_(90);
+        lt_tensor *a32 = rand_tensor(LT_F32, 2, c & 1 ? (int64_t[]){k, n} : (int64_t[]){n, k}, 0);
+        lt_tensor *b32 = rand_tensor(LT_F32, 2, c & 2 ? (int64_t[]){m, k} : (int64_t[]){k, m}, 0);
+        lt_tensor *a = lt_to_dtype(a32, LT_BF16), *b = lt_to_dtype(b32, LT_BF16);
+        rctx r = {LT_OP_MATMUL, 0, {0}, 1, c & 1 ? lt_t(a) : a, c & 2 ? lt_t(b) : b};
+        differential("float32 matmul of bfloat16 operands", LT_OP_MATMUL, make_reduce, &r, 1e-5);
+        if (r.x != a) lt_free(r.x);
+        if (r.y != b) lt_free(r.y);
+        lt_free(a), lt_free(b), lt_free(a32), lt_free(b32);
     }
 }
 

@@ -7,18 +7,19 @@
  * operand that PyTorch's kernel chooses (mm and bmm: 'a', the matrix-vector
  * forms: 'b'). A floating result goes through a cast of the other operand,
  * so that gradients flow; bool and integer results need none. */
-static lt_tensor *matmul(lt_tensor *a, lt_tensor *b);
+static lt_tensor *matmul(lt_tensor *a, lt_tensor *b, int out);
 static lt_tensor *matmul_empty(lt_tensor *a, lt_tensor *b, int nd, const int64_t *shape) {
     bool take_a = b->ndim == 2 || (b->ndim > 2 && a->ndim == 1);
     lt_dtype dt = (lt_dtype)(take_a ? a->dtype : b->dtype);
     if (!dtype_is_float(dt)) return lt_zeros(dt, nd, shape);
     lt_tensor *c = lt_to_dtype(take_a ? b : a, dt);
-    lt_tensor *t = c ? (take_a ? matmul(a, c) : matmul(c, b)) : NULL;
+    lt_tensor *t = c ? (take_a ? matmul(a, c, dt) : matmul(c, b, dt)) : NULL;
     lt_free(c);
     return t;
 }
 
-static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
+/* out: the result's dtype; -1: a's (all but nn_matmul_wide). */
+static lt_tensor *matmul(lt_tensor *a, lt_tensor *b, int out) {
     API_ENTER();
     if (api_check("lt_matmul", "a", a) || api_check("lt_matmul", "b", b)) return NULL;
     if (a->ndim == 0 || b->ndim == 0)
@@ -43,7 +44,7 @@ static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
     if (a->dtype != b->dtype || a->dtype == LT_BOOL) return matmul_empty(a, b, nd, shape);
     ir_node *v[2] = {func_value(a), func_value(b)};
     if (!v[0] || !v[1]) return NULL;
-    ir_node *n = ir_new(LT_OP_MATMUL, (lt_dtype)a->dtype, nd, shape, 2, v, 0, NULL, 0, NULL);
+    ir_node *n = ir_new(LT_OP_MATMUL, out < 0 ? (lt_dtype)a->dtype : (lt_dtype)out, nd, shape, 2, v, 0, NULL, 0, NULL);
     lt_tensor *t = n ? func_new(n) : NULL;
     lt_tensor *ab[2] = {a, b};
     if (LT_UNLIKELY(g_ag_on) && t && ag_record(n, 2, ab, t)) {
@@ -55,12 +56,20 @@ static lt_tensor *matmul(lt_tensor *a, lt_tensor *b) {
 }
 
 lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
-    if (LT_LIKELY(!g_autocast)) return matmul(a, b);
+    if (LT_LIKELY(!g_autocast)) return matmul(a, b, -1);
     lt_tensor *in[2] = {a, b}, *tmp[2]; /* autocast: lower-precision list */
     if (api_autocast_args(2, in, tmp, LT_F32, LT_BF16)) return NULL;
-    lt_tensor *t = matmul(in[0], in[1]);
+    lt_tensor *t = matmul(in[0], in[1], -1);
     api_autocast_free(2, tmp);
     return t;
+}
+
+lt_tensor *nn_matmul_wide(lt_tensor *a, lt_tensor *b) {
+    if (api_check("nn_matmul_wide", "a", a) || api_check("nn_matmul_wide", "b", b)) return NULL;
+    if (a->dtype != LT_BF16 || b->dtype != LT_BF16)
+        return err_set(LT_ERR_DTYPE, "nn_matmul_wide: arguments 'a' (%s) and 'b' (%s) must be bfloat16",
+                       dtype_name((lt_dtype)a->dtype), dtype_name((lt_dtype)b->dtype));
+    return matmul(a, b, LT_F32);
 }
 
 lt_tensor *lt_flip(lt_tensor *a, int ndims, const int *dims) {

@@ -22,6 +22,8 @@ void ag_tmp_free_all(void);
 lt_tensor *ag_zero0(lt_dtype dt); /* a 0-d zero, as a temporary */
 lt_tensor *ag_same(lt_tensor *g); /* a new handle on g's value (no node) */
 lt_tensor *ag_zeros_like_fn(const ag_fn *in); /* zeros of the value `in` produced */
+/* The dtype input i's gradient ends in: its value's, or past a CAST fn the cast's operand's. NEED(i). */
+lt_dtype ag_grad_dtype(const ag_fn *f, int i);
 
 int ag_bw_elementwise(ag_fn *f, lt_tensor *g, lt_tensor **gi);
 int ag_bw_reduce(ag_fn *f, lt_tensor *g, lt_tensor **gi);   /* SUM MEAN MAX MIN */

@@ -69,7 +69,9 @@ int ag_bw_nn(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
                 int64_t k = x->shape[x->ndim - 1], o = g->shape[g->ndim - 1], rows = 1;
                 for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
                 lt_tensor *g2 = K(lt_reshape(g, 2, (int64_t[]){rows, o})), *x2 = K(lt_reshape(x, 2, (int64_t[]){rows, k}));
-                gi[1] = lt_matmul(K(lt_t(g2)), x2);
+                gi[1] = (ag_grad_dtype(f, 1) == LT_F32 && g2->dtype == LT_BF16 && x2->dtype == LT_BF16
+                             ? nn_matmul_wide
+                             : lt_matmul)(K(lt_t(g2)), x2);
             }
         }
         if (f->nin > 2 && NEED(2)) { /* sum over every dim but the last: the engine's fit does it */

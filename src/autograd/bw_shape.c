@@ -78,6 +78,8 @@ int ag_bw_softmax(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
 /* torch.matmul: a 1-D a is (1, k), a 1-D b is (k, 1), and the output lacks
  * those dims; batch dims broadcast (the engine sums them back). */
 int ag_bw_matmul(ag_fn *f, lt_tensor *g, lt_tensor **gi) {
+    lt_dtype dt = (lt_dtype)(NEED(0) ? f->next[0] : f->next[1])->dtype;
+    if (g->dtype != dt) g = K(lt_to_dtype(g, dt)); /* nn_matmul_wide's float32 result, bfloat16 operands */
     int na = NEED(0) ? f->next[0]->ndim : SAVED(0)->ndim;
     int nb = NEED(1) ? f->next[1]->ndim : SAVED(1)->ndim;
     int nbatch = g->ndim - (na >= 2) - (nb >= 2);

@@ -62,9 +62,16 @@ static lt_tensor *own(lt_tensor *h) {
     return c;
 }
 
+lt_dtype ag_grad_dtype(const ag_fn *f, int i) {
+    const ag_fn *c = f->next[i];
+    return (lt_dtype)(c->op == LT_OP_CAST && c->next[0] ? c->next[0]->dtype : c->dtype);
+}
+
 /* Makes h (taken) fit c's value: sum over broadcast dims (one REDUCE node,
  * plus a reshape only when leading and size-1 dims are both reduced), cast
- * to c's dtype. */
+ * to c's dtype, unless c is a CAST whose backward casts h back to the
+ * dtype h has (autocast's bfloat16 copy of a float32 weight, whose
+ * gradient nn_matmul_wide makes float32: not rounded on the way). */
 static lt_tensor *fit(lt_tensor *h, const ag_fn *c) {
     if (h->ndim != c->ndim || memcmp(h->shape, c->shape, (size_t)c->ndim * 8)) {
         int axes[LT_MAX_DIMS], na = 0, lead = h->ndim - c->ndim, ones = 0;
@@ -86,7 +93,7 @@ static lt_tensor *fit(lt_tensor *h, const ag_fn *c) {
         if (!r) return NULL;
         h = r;
     }
-    if (h->dtype != c->dtype) {
+    if (h->dtype != c->dtype && !(c->op == LT_OP_CAST && c->next[0] && c->next[0]->dtype == h->dtype)) {
         lt_tensor *r = lt_to_dtype(h, (lt_dtype)c->dtype);
         func_free(h);
         h = r;

@@ -567,10 +567,10 @@ static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int tran
     int64_t K = a->shape[a->ndim - 1], N = lin ? b->shape[0] : b->shape[1], M = a->numel / K;
     dnnl_memory_desc_t am, bm, cm, biasm;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, bsd = {1, N};
-    dnnl_data_type_t dt = dt_of(y);
+    dnnl_data_type_t dt = dt_of(a); /* y's too, but nn_matmul_wide's float32 */
     dnnl_memory_desc_init_by_tag(&am, 2, ad, dt, trans & 1 ? dnnl_ba : dnnl_ab);
     dnnl_memory_desc_init_by_tag(&bm, 2, bd, dt, lin || trans & 2 ? dnnl_ba : dnnl_ab);
-    dnnl_memory_desc_init_by_tag(&cm, 2, cd, dt, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&cm, 2, cd, dt_of(y), dnnl_ab);
     dnnl_memory_desc_init_by_tag(&biasm, 2, bsd, dt, dnnl_ab);
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd;
@@ -633,8 +633,14 @@ int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
     return conv && all_float(g, y) && dnnl_ready();
 }
 
+/* A bfloat16 MATMUL, or nn_matmul_wide's: bfloat16 operands, float32 result. */
+static int bf16_matmul(const exec_graph *g, const gnode *y) {
+    return y->op == LT_OP_MATMUL && y->dtype == LT_F32 && y->numel && g->nodes[y->in[0]].dtype == LT_BF16 &&
+           g->nodes[y->in[0]].numel && g->nodes[y->in[1]].dtype == LT_BF16 && g->nodes[y->in[1]].numel;
+}
+
 cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans) {
-    if (!all_float(g, y)) return NULL;
+    if (!all_float(g, y) && !bf16_matmul(g, y)) return NULL;
     switch (y->op) {
     case LT_OP_CONV2D:
     case LT_OP_CONV2D_BWD_INPUT:
@@ -643,7 +649,8 @@ cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, 
     case LT_OP_AVG_POOL2D_BWD:
     case LT_OP_LINEAR: break;
     case LT_OP_MATMUL: /* float32 matmuls are K_MATMUL kernels (cpu_dnnl_matmul) */
-        if (y->dtype != LT_BF16 || g->nodes[y->in[0]].ndim < 2 || g->nodes[y->in[1]].ndim != 2) return NULL;
+        if (g->nodes[y->in[0]].dtype != LT_BF16 || g->nodes[y->in[0]].ndim < 2 || g->nodes[y->in[1]].ndim != 2)
+            return NULL;
         break;
     default: return NULL;
     }

@@ -561,7 +561,7 @@ static int32_t read_through(const exec_graph *g, const kernel *ks, const int32_t
     int32_t v = kn->read[i];
     if (kn->kind != K_MATMUL && kn->kind != K_REF) return -1;
     const gnode *y = &g->nodes[kn->node];
-    if (kn->kind == K_MATMUL || (y->op == LT_OP_MATMUL && y->dtype == LT_BF16)) {
+    if (kn->kind == K_MATMUL || (y->op == LT_OP_MATMUL && g->nodes[y->in[0]].dtype == LT_BF16)) {
         if (i >= 2 || !cpu_dnnl_has_sgemm() || g->nodes[y->in[0]].ndim != 2 || g->nodes[y->in[1]].ndim != 2) return -1;
         *bits = &kn->trans;
         return transposed_of(g, ks, made_by, v);
