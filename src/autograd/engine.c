@@ -62,10 +62,11 @@ static lt_tensor *own(lt_tensor *h) {
     return c;
 }
 
-lt_dtype ag_grad_dtype(const ag_fn *f, int i) {
-    const ag_fn *c = f->next[i];
+/* The dtype a gradient delivered to c ends in: past a CAST, its operand's. */
+static lt_dtype end_dtype(const ag_fn *c) {
     return (lt_dtype)(c->op == LT_OP_CAST && c->next[0] ? c->next[0]->dtype : c->dtype);
 }
+lt_dtype ag_grad_dtype(const ag_fn *f, int i) { return end_dtype(f->next[i]); }
 
 /* Makes h (taken) fit c's value: sum over broadcast dims (one REDUCE node,
  * plus a reshape only when leading and size-1 dims are both reduced), cast
@@ -93,7 +94,7 @@ static lt_tensor *fit(lt_tensor *h, const ag_fn *c) {
         if (!r) return NULL;
         h = r;
     }
-    if (h->dtype != c->dtype && !(c->op == LT_OP_CAST && c->next[0] && c->next[0]->dtype == h->dtype)) {
+    if (h->dtype != c->dtype && h->dtype != end_dtype(c)) {
         lt_tensor *r = lt_to_dtype(h, (lt_dtype)c->dtype);
         func_free(h);
         h = r;

@@ -633,14 +633,15 @@ int cpu_dnnl_covers(const exec_graph *g, const gnode *y) {
     return conv && all_float(g, y) && dnnl_ready();
 }
 
-/* A bfloat16 MATMUL, or nn_matmul_wide's: bfloat16 operands, float32 result. */
-static int bf16_matmul(const exec_graph *g, const gnode *y) {
+/* nn_matmul_wide's MATMUL: bfloat16 operands, float32 result (all_float
+ * takes the all-bfloat16 one). */
+static int wide_matmul(const exec_graph *g, const gnode *y) {
     return y->op == LT_OP_MATMUL && y->dtype == LT_F32 && y->numel && g->nodes[y->in[0]].dtype == LT_BF16 &&
            g->nodes[y->in[0]].numel && g->nodes[y->in[1]].dtype == LT_BF16 && g->nodes[y->in[1]].numel;
 }
 
 cpu_dnnl *cpu_dnnl_new(const exec_graph *g, const gnode *y, const uint8_t *blk, int trans) {
-    if (!all_float(g, y) && !bf16_matmul(g, y)) return NULL;
+    if (!all_float(g, y) && !wide_matmul(g, y)) return NULL;
     switch (y->op) {
     case LT_OP_CONV2D:
     case LT_OP_CONV2D_BWD_INPUT:
