@@ -285,7 +285,9 @@ bool       lt_grad_enabled(void);
  * lt_conv2d, lt_linear and lt_matmul cast their float32 operands to
  * bfloat16 (one CAST node each, differentiable) and return bfloat16,
  * accumulating in float32; the losses cast bfloat16 operands to float32;
- * other ops run in their operands' dtype. Regions nest; begin(LT_F32)
+ * other ops run in their operands' dtype. A linear's float32 weight gets
+ * its gradient's float32 sums unrounded (PyTorch rounds them to bfloat16
+ * first). Regions nest; begin(LT_F32)
  * opens a region with autocast off. Backward is traced with autocast off.
  * 0 = ok; -1 and an error for another dtype or an unbalanced end. */
 int      lt_autocast_begin(lt_dtype dtype);
