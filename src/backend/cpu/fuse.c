@@ -342,6 +342,26 @@ static void squeeze_holes(kernel *ks, int *nk) {
     *nk = m;
 }
 
+/* For the passes below: which kernel writes each value (-1: none), how
+ * many kernels read it, and whether it is a root. They rewrite a pair of
+ * kernels at a time, leaving holes (node -1) that squeeze_holes removes at
+ * the end. -1 when out of memory. */
+static int kernel_map(const exec_graph *g, const kernel *ks, int nk, int32_t **made_by, int32_t **readers,
+                      uint8_t **is_root) {
+    size_t n = (size_t)(g->n ? g->n : 1);
+    int32_t *mb = core_malloc(n * 4), *rd = core_calloc(n, 4);
+    uint8_t *ir = core_calloc(n, 1);
+    *made_by = mb, *readers = rd, *is_root = ir;
+    if (!mb || !rd || !ir) return -1;
+    for (int32_t v = 0; v < g->n; v++) mb[v] = -1;
+    for (int j = 0; j < nk; j++) {
+        for (int w = 0; w < ks[j].nwrite; w++) mb[ks[j].write[w]] = j;
+        for (int i = 0; i < ks[j].nread; i++) rd[ks[j].read[i]]++;
+    }
+    for (int r = 0; r < g->nroots; r++) ir[g->roots[r]] = 1;
+    return 0;
+}
+
 /* Pairs every K_REF kernel a with its twin p (twins(g, a, p)) into one
  * kernel of `kind` at the earlier of the two places (every operand is
  * ready there) that reads a's operands and writes a's output, then p's,
@@ -349,12 +369,9 @@ static void squeeze_holes(kernel *ks, int *nk) {
  * whose two kernels share one pass over g and x. */
 static int pair_twins(const exec_graph *g, kernel *ks, int *nk,
                       int (*twins)(const exec_graph *, const kernel *, const kernel *), uint8_t kind) {
-    int32_t *made_by = core_malloc((size_t)(g->n ? g->n : 1) * 4);
-    if (!made_by) return -1;
-    for (int32_t v = 0; v < g->n; v++) made_by[v] = -1;
-    for (int j = 0; j < *nk; j++)
-        for (int w = 0; w < ks[j].nwrite; w++) made_by[ks[j].write[w]] = j;
-    int rc = 0;
+    int32_t *made_by, *readers;
+    uint8_t *is_root;
+    int rc = kernel_map(g, ks, *nk, &made_by, &readers, &is_root);
     for (int j = 0; j < *nk && rc == 0; j++) {
         if (ks[j].kind != K_REF) continue;
         for (int q = 0; q < *nk; q++) { /* holes are K_FUSED (cleared), never K_REF */
@@ -383,7 +400,7 @@ static int pair_twins(const exec_graph *g, kernel *ks, int *nk,
         }
     }
     squeeze_holes(ks, nk);
-    core_free(made_by);
+    core_free(made_by), core_free(readers), core_free(is_root);
     return rc;
 }
 
@@ -399,26 +416,6 @@ static int32_t lone_bn_load(const exec_graph *g, const kernel *ks, const kernel 
         ks[made_by[v]].kind != K_REF || made_by[v] >= kn - ks || !cpu_bn_ok(g, y))
         return -1;
     return v;
-}
-
-/* For the batch-norm fusions below: which kernel writes each value
- * (-1: none), how many kernels read it, and whether it is a root. They
- * rewrite a pair of kernels at a time, leaving holes (node -1) that
- * squeeze_holes removes at the end. -1 when out of memory. */
-static int kernel_map(const exec_graph *g, const kernel *ks, int nk, int32_t **made_by, int32_t **readers,
-                      uint8_t **is_root) {
-    size_t n = (size_t)(g->n ? g->n : 1);
-    int32_t *mb = core_malloc(n * 4), *rd = core_calloc(n, 4);
-    uint8_t *ir = core_calloc(n, 1);
-    *made_by = mb, *readers = rd, *is_root = ir;
-    if (!mb || !rd || !ir) return -1;
-    for (int32_t v = 0; v < g->n; v++) mb[v] = -1;
-    for (int j = 0; j < nk; j++) {
-        for (int w = 0; w < ks[j].nwrite; w++) mb[ks[j].write[w]] = j;
-        for (int i = 0; i < ks[j].nread; i++) rd[ks[j].read[i]]++;
-    }
-    for (int r = 0; r < g->nroots; r++) ir[g->roots[r]] = 1;
-    return 0;
 }
 
 /* Batch norm's forward epilogue: a group that is exactly relu(bn) or
