@@ -7,6 +7,7 @@
 #include "harness.h"
 
 #include "core/core.h"
+#include "dist/dist.h"
 #include "exec/exec.h"
 
 static int R, W; /* this rank, the world size */
@@ -378,6 +379,49 @@ TEST(reduce_scatter_all_gather) {
     lt_free(t), lt_free(s);
 }
 
+/* Ranks on one machine all-reduce through shared memory (src/dist/shm.c)
+ * unless LT_DIST_SHM=0 (CTest's _mpi runs): each rank sums a 1/W slice
+ * (slices of 16 values, the last short) and gathers the others'. A
+ * float32 sum and max of 100,003 values with NaN and infinities in them,
+ * over 4 steps whose values change, with the staging buffer reused each
+ * step: the same bits on every rank, the float32 sum in rank order, a NaN
+ * anywhere makes the max NaN (as torch.max). */
+TEST(shared_memory_path) {
+    const char *e = getenv("LT_DIST_SHM");
+    CHECK_MSG(dist_buffer_shared() == (W > 1 && !(e && !strcmp(e, "0"))), "shared memory %d, world %d, LT_DIST_SHM %s",
+              dist_buffer_shared(), W, e ? e : "unset");
+    int64_t n = 100003;
+    float *v = malloc(sizeof *v * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
+    for (int step = 0; step < 4; step++)
+        for (int op = 0; op < 2; op++) {
+            lt_reduce_op rop = op ? LT_REDUCE_MAX : LT_REDUCE_SUM;
+            for (int64_t i = 0; i < n; i++) v[i] = (float)sin((double)(i + 31 * R + 7 * step)) * 1e3f;
+            if (R == W - 1) v[n - 1] = NAN, v[5] = INFINITY;
+            if (R == 0) v[n / 2] = -INFINITY, v[16 * W] = NAN;
+            lt_tensor *t = lt_from_data(v, LT_F32, 1, &n);
+            CHECK(lt_all_reduce_(t, rop) == t);
+            lt_mark_step();
+            CHECK(lt_to_host(t, got, sizeof *got * (size_t)n) == 0);
+            int64_t bad = -1;
+            for (int64_t i = 0; i < n && bad < 0; i++) {
+                float a = 0;
+                for (int r = 0; r < W; r++) {
+                    float x = (float)sin((double)(i + 31 * r + 7 * step)) * 1e3f;
+                    if (r == W - 1 && (i == n - 1 || i == 5)) x = i == 5 ? INFINITY : NAN;
+                    if (r == 0 && (i == n / 2 || i == 16 * W)) x = i == n / 2 ? -INFINITY : NAN;
+                    a = r == 0 ? x : op ? (a > x || a != a ? a : x) : a + x;
+                }
+                int same = isnan(a) ? isnan(got[i]) : a == got[i];
+                /* Through MPI: a 3-rank sum in MPI's order, and MPI_MAX's own NaN rule. */
+                int mpi_sum = !dist_buffer_shared() && !op && W > 2, mpi_nan = !dist_buffer_shared() && op && isnan(a);
+                if (!same && !mpi_nan && !(mpi_sum && fabsf(a - got[i]) <= 1e-6f * fabsf(a))) bad = i;
+            }
+            CHECK_MSG(bad < 0, "step %d %s: element %lld", step, op ? "max" : "sum", (long long)bad);
+            lt_free(t);
+        }
+    free(v), free(got);
+}
+
 int main(void) {
     CHECK(lt_dist_init() == 0);
     R = lt_dist_rank();
@@ -392,5 +436,6 @@ int main(void) {
     RUN(requires_grad);
     RUN(grad_compress_bf16);
     RUN(reduce_scatter_all_gather);
+    RUN(shared_memory_path);
     return h_report();
 }

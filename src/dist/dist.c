@@ -31,6 +31,8 @@ typedef struct req {
 #ifdef LT_HAVE_MPI
     MPI_Request r;
     compress c; /* DIST_MEAN_BF16: its two exchanges */
+    int shm;    /* through shared memory (shm.c): 1 in flight, 2 done by dist_progress */
+    shm_req s;
 #endif
 } req;
 static req *reqs;
@@ -156,6 +158,7 @@ int dist_init(void) {
     MPI_Op_create(bf16_max, 1, &bf16_ops[1]);
     MPI_Op_create(bf16_min, 1, &bf16_ops[2]);
     watch_init();
+    shm_init(world, rank, local);
 #endif
     return 0;
 }
@@ -180,9 +183,11 @@ void dist_finalize(void) {
     if (comm != MPI_COMM_NULL) {
         for (int i = 0; i < nreqs; i++)
             if (reqs[i].used) {
+                if (reqs[i].shm == 1) shm_wait(&reqs[i].s, 0);
                 MPI_Wait(&reqs[i].r, MPI_STATUS_IGNORE);
                 core_free(reqs[i].c.buf);
             }
+        shm_finalize();
         MPI_Comm_free(&comm);
         MPI_Comm_free(&dist_comm2);
         for (int i = 0; i < 3; i++) MPI_Op_free(&bf16_ops[i]);
@@ -351,7 +356,10 @@ int dist_start(enum dist_coll kind, void *buf, int64_t n, lt_dtype dt, int arg) 
             q->done = 1; /* MEAN included */
             return rc ? -1 : slot;
         }
-        if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
+        if (kind == DIST_ALL_REDUCE && op_or_root != DIST_MEAN_BF16 && shm_owns(buf)) {
+            shm_start(&q->s, buf, n, dt, op_or_root);
+            q->shm = 1;
+        } else if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
         else if (op_or_root == DIST_MEAN_BF16) {
             LT_ASSERT(dt == LT_F32);
             if (compress_start(&q->c, buf, n, &q->r)) { /* out of memory for the bf16 copies: uncompressed */
@@ -373,13 +381,19 @@ int dist_wait(int slot) {
         int shard = kind == DIST_REDUCE_SCATTER || kind == DIST_ALL_GATHER;
         int64_t n = shard ? q->n * world : q->n; /* elements of buf */
 #ifdef LT_HAVE_MPI
-        if (q->c.phase) {
+        if (q->shm) {
+            if (q->shm == 1) shm_wait(&q->s, n * (int64_t)dtype_size(q->dt));
+        } else if (q->c.phase) {
             compress_run(q);
         } else {
             watch_wait(&q->r, coll_names[kind], n * (int64_t)dtype_size(q->dt));
         }
 #endif
-        if (q->op == DIST_MEAN && kind != DIST_BROADCAST && kind != DIST_ALL_GATHER)
+        int divided = 0; /* shm.c divides as it sums */
+#ifdef LT_HAVE_MPI
+        divided = q->shm;
+#endif
+        if (q->op == DIST_MEAN && kind != DIST_BROADCAST && kind != DIST_ALL_GATHER && !divided)
             divide(q->buf, q->n, q->dt); /* a reduce-scatter's result: its chunk at the start */
         account(slot, coll_names[kind], n, q->dt, q->t0, prof_now_ns() - w0, wire_bytes(kind, q->op, q->n, q->dt));
     }
@@ -394,6 +408,8 @@ void dist_progress(void) {
      * request; compressed means whose all-to-all is done go on to their
      * all-gather here (in order), so that it too travels while kernels run. */
     advance_through(UINT64_MAX - 1, 0);
+    for (int i = 0; i < nreqs; i++) /* the shared-memory ones, as far as the other ranks let them go */
+        if (reqs[i].used && reqs[i].shm == 1 && shm_progress(&reqs[i].s)) reqs[i].shm = 2;
     for (int i = 0; i < nreqs; i++)
         if (reqs[i].used && reqs[i].r != MPI_REQUEST_NULL && reqs[i].c.phase != 1) {
             int done;
@@ -404,6 +420,39 @@ void dist_progress(void) {
 }
 
 int dist_pending(void) { return npending; }
+
+void *dist_buffer_alloc(size_t bytes) {
+#ifdef LT_HAVE_MPI
+    if (dist_buffer_shared()) return shm_alloc(bytes);
+#endif
+    return core_aligned_alloc(bytes ? bytes : 1);
+}
+
+void dist_buffer_free(void *p) {
+#ifdef LT_HAVE_MPI
+    if (p && shm_owns(p)) {
+        shm_free(p);
+        return;
+    }
+#endif
+    core_free(p);
+}
+
+int dist_buffer_shared(void) {
+#ifdef LT_HAVE_MPI
+    return dist_init() == 0 && shm_on();
+#else
+    return 0;
+#endif
+}
+
+void dist_buffer_ready(void *p) {
+#ifdef LT_HAVE_MPI
+    if (shm_owns(p)) shm_ready(p);
+#else
+    (void)p;
+#endif
+}
 
 static int shard_on;
 void dist_set_shard_optimizer(int on) { shard_on = on; }

@@ -48,6 +48,17 @@ int dist_all_gather(void *buf, int64_t chunk, lt_dtype dt);
  * ALL_GATHER; arg is the reduction or the root. Requests complete in any
  * order; dist_progress lets MPI move the outstanding ones forward
  * (OpenMPI progresses only inside MPI calls). */
+/* Buffers for the collectives' operands (the cpu backend's staging
+ * buffers). When every rank is on one machine they are shared memory
+ * (shm.c), and an all-reduce of one runs through it instead of MPI: before
+ * writing into one again, wait with dist_buffer_ready until the other
+ * ranks have read what its last collective left there. Otherwise plain
+ * aligned memory, and dist_buffer_ready returns at once. */
+void *dist_buffer_alloc(size_t bytes);
+void dist_buffer_free(void *p);
+void dist_buffer_ready(void *p);
+int dist_buffer_shared(void); /* are they shared memory? (the same answer on every rank) */
+
 enum dist_coll { DIST_ALL_REDUCE, DIST_BROADCAST, DIST_REDUCE_SCATTER, DIST_ALL_GATHER };
 int dist_start(enum dist_coll kind, void *buf, int64_t n, lt_dtype dt, int arg);
 int dist_wait(int req);

@@ -18,6 +18,31 @@ extern MPI_Comm dist_comm2; /* another: the compressed means' second exchanges (
  * and, if one does not answer, prints which and ends the job (MPI_Abort). */
 void watch_init(void);
 void watch_wait(MPI_Request *r, const char *what, int64_t bytes);
+/* The same bound on any wait: spins until ready(arg). */
+void watch_until(int (*ready)(void *), void *arg, const char *what, int64_t bytes);
+
+/* shm.c: the all-reduce of ranks on one machine through shared memory.
+ * shm_init (collective, from dist_init) turns it on for all ranks or for
+ * none; then shm_alloc'd buffers are dist_buffer_alloc's, and an
+ * all-reduce of one of them runs as shm_start, shm_progress (non-blocking:
+ * 1 when done) and shm_wait, with MEAN's division done. */
+typedef struct shm_req {
+    uint64_t seq; /* its rank among the all-reduces through shared memory, the same on every rank */
+    void *buf;
+    int64_t n;
+    lt_dtype dt;
+    int op, reduced, peer; /* reduced: this rank's slice summed; peer: the next rank to gather from */
+} shm_req;
+int shm_init(int world, int rank, int local); /* 1 if on */
+void shm_finalize(void);
+int shm_on(void);
+int shm_owns(const void *p);
+void *shm_alloc(size_t bytes);
+void shm_free(void *p);
+void shm_ready(void *p);
+void shm_start(shm_req *q, void *buf, int64_t n, lt_dtype dt, int op);
+int shm_progress(shm_req *q);
+void shm_wait(shm_req *q, int64_t bytes);
 
 /* compress.c: the mean of float32 values with bfloat16 on the wire
  * (DIST_MEAN_BF16), in two exchanges: an all-to-all hands each rank every

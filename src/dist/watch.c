@@ -15,6 +15,7 @@
 #ifdef LT_HAVE_MPI
 #include "../prof/prof.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -64,10 +65,10 @@ static void answer_probes(void) {
     }
 }
 
-/* The wait on *r has lasted `waited` ns: asks the others whether they are
- * alive. Returns when they all answered or *r completed; ends the job
- * when some did not answer within the window. */
-static void probe_peers(MPI_Request *r, const char *what, int64_t bytes, uint64_t waited) {
+/* The wait for ready(arg) has lasted `waited` ns: asks the others whether
+ * they are alive. Returns when they all answered or it is ready; ends the
+ * job when some did not answer within the window. */
+static void probe_peers(int (*ready)(void *), void *arg, const char *what, int64_t bytes, uint64_t waited) {
     static int token;
     MPI_Request *q = core_malloc(sizeof *q * (size_t)nranks * 2);
     int *in = core_calloc((size_t)nranks, sizeof *in);
@@ -86,7 +87,7 @@ static void probe_peers(MPI_Request *r, const char *what, int64_t bytes, uint64_
     int silent = nranks - 1, done = 0;
     while (silent > 0 && !done && prof_now_ns() < end) {
         answer_probes();
-        MPI_Test(r, &done, MPI_STATUS_IGNORE);
+        done = ready(arg);
         silent = 0;
         for (int p = 0; p < nranks; p++) {
             int got = 1;
@@ -123,22 +124,31 @@ static void probe_peers(MPI_Request *r, const char *what, int64_t bytes, uint64_
     core_free(q), core_free(in);
 }
 
+void watch_until(int (*ready)(void *), void *arg, const char *what, int64_t bytes) {
+    uint64_t t0 = prof_now_ns(), next = t0 + (uint64_t)(timeout_s * 1e9);
+    for (unsigned spin = 1;; spin++) {
+        if (ready(arg)) return;
+        if (spin % 64) continue;
+        answer_probes();
+        if (nranks > 1 && !(spin % 4096)) sched_yield(); /* a spin that lasts gives a shared core away */
+        uint64_t now = prof_now_ns();
+        if (timeout_s <= 0 || nranks <= 1 || now < next) continue;
+        probe_peers(ready, arg, what, bytes, now - t0);
+        next = prof_now_ns() + (uint64_t)(timeout_s * 1e9);
+    }
+}
+
+static int test(void *r) {
+    int done = 0;
+    MPI_Test(r, &done, MPI_STATUS_IGNORE); /* spins as MPI_Wait does, which also only polls */
+    return done;
+}
+
 void watch_wait(MPI_Request *r, const char *what, int64_t bytes) {
     if (timeout_s <= 0 || nranks <= 1) {
         MPI_Wait(r, MPI_STATUS_IGNORE);
         return;
     }
-    uint64_t t0 = prof_now_ns(), next = t0 + (uint64_t)(timeout_s * 1e9);
-    for (unsigned spin = 1;; spin++) {
-        int done = 0;
-        MPI_Test(r, &done, MPI_STATUS_IGNORE); /* spins as MPI_Wait does, which also only polls */
-        if (done) return;
-        if (spin % 64) continue;
-        answer_probes();
-        uint64_t now = prof_now_ns();
-        if (now < next) continue;
-        probe_peers(r, what, bytes, now - t0);
-        next = prof_now_ns() + (uint64_t)(timeout_s * 1e9);
-    }
+    watch_until(test, r, what, bytes);
 }
 #endif

@@ -142,7 +142,7 @@ done:
 }
 
 void cpu_coll_plan_free(coll_plan *cp, int nk) {
-    for (int j = 0; cp->stage && j < nk; j++) core_free(cp->stage[j]);
+    for (int j = 0; cp->stage && j < nk; j++) dist_buffer_free(cp->stage[j]);
     core_free(cp->stage);
     core_free(cp->req);
     core_free(cp->wait_start);
@@ -177,11 +177,11 @@ int cpu_coll_plan(const exec_graph *g, const kernel *k, int nk, coll_plan *cp) {
         const gnode *y = &g->nodes[k[j].node];
         if (is_shard_op(y->op)) { /* every rank's chunk */
             size_t b = (size_t)(shard_world(y) * kernel_chunk(g, &k[j])) * dtype_size((lt_dtype)y->dtype);
-            if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
-        } else if (k[j].nmembers > 1) {
+            if (!(cp->stage[j] = dist_buffer_alloc(b))) goto done;
+        } else if (k[j].nmembers > 1 || (y->op == LT_OP_ALL_REDUCE && dist_buffer_shared())) {
             size_t b = 0;
             for (int i = 0; i < k[j].nwrite; i++) b += value_bytes(&g->nodes[k[j].write[i]]);
-            if (!(cp->stage[j] = core_aligned_alloc(b ? b : 1))) goto done;
+            if (!(cp->stage[j] = dist_buffer_alloc(b))) goto done;
         }
     }
     for (int j = 0; j <= nk; j++) cp->wait_start[j + 1] += cp->wait_start[j];
@@ -210,6 +210,7 @@ static int start(const gnode *y, void *buf, int64_t n) {
 void cpu_coll_start(const exec_graph *g, const kernel *kn, coll_plan *cp, int j, void *const *rp, void *const *wp) {
     const gnode *y = &g->nodes[kn->node];
     char *stage = cp->stage[j];
+    if (stage) dist_buffer_ready(stage); /* the other ranks are done with its last contents */
     if (is_shard_op(y->op)) {
         int64_t cc = kernel_chunk(g, kn), off = 0, w = shard_world(y), me = dist_rank();
         size_t es = dtype_size((lt_dtype)y->dtype);
