@@ -24,6 +24,7 @@ static void divide(void *buf, int64_t n, lt_dtype dt) {
  * wait for or divide). */
 typedef struct req {
     int used, kind, op, done;
+    int shm; /* through shared memory (shm.c): 1 in flight, 2 done by dist_progress; MEAN divided there */
     void *buf;
     int64_t n;
     lt_dtype dt;
@@ -31,12 +32,30 @@ typedef struct req {
 #ifdef LT_HAVE_MPI
     MPI_Request r;
     compress c; /* DIST_MEAN_BF16: its two exchanges */
-    int shm;    /* through shared memory (shm.c): 1 in flight, 2 done by dist_progress */
     shm_req s;
 #endif
 } req;
 static req *reqs;
 static int nreqs, npending;
+
+#ifdef LT_HAVE_MPI
+/* All-reduces through shared memory with q->shm == 1 (shm.c). */
+static int shm_inflight;
+static void shm_done(req *q) {
+    q->shm = 2;
+    shm_inflight--;
+}
+/* The table of shm.c holds a bounded number of all-reduces in flight: a
+ * graph with more (thousands of unbucketed tensors) completes the oldest
+ * before starting another. Every rank does so at the same point. */
+static void shm_complete_oldest(void) {
+    req *old = NULL;
+    for (int i = 0; i < nreqs; i++)
+        if (reqs[i].used && reqs[i].shm == 1 && (!old || reqs[i].s.seq < old->s.seq)) old = &reqs[i];
+    shm_wait(&old->s, old->n * (int64_t)dtype_size(old->dt));
+    shm_done(old);
+}
+#endif
 
 static const char *const coll_names[] = {"all_reduce", "broadcast", "reduce_scatter", "all_gather"};
 
@@ -183,7 +202,7 @@ void dist_finalize(void) {
     if (comm != MPI_COMM_NULL) {
         for (int i = 0; i < nreqs; i++)
             if (reqs[i].used) {
-                if (reqs[i].shm == 1) shm_wait(&reqs[i].s, 0);
+                if (reqs[i].shm == 1) shm_wait(&reqs[i].s, 0), shm_done(&reqs[i]);
                 MPI_Wait(&reqs[i].r, MPI_STATUS_IGNORE);
                 core_free(reqs[i].c.buf);
             }
@@ -357,8 +376,10 @@ int dist_start(enum dist_coll kind, void *buf, int64_t n, lt_dtype dt, int arg) 
             return rc ? -1 : slot;
         }
         if (kind == DIST_ALL_REDUCE && op_or_root != DIST_MEAN_BF16 && shm_owns(buf)) {
+            if (shm_inflight == SHM_MAX_INFLIGHT) shm_complete_oldest();
             shm_start(&q->s, buf, n, dt, op_or_root);
             q->shm = 1;
+            shm_inflight++;
         } else if (bcast) MPI_Ibcast(buf, (int)n, mpi_type(dt), op_or_root, comm, &q->r);
         else if (op_or_root == DIST_MEAN_BF16) {
             LT_ASSERT(dt == LT_F32);
@@ -382,18 +403,17 @@ int dist_wait(int slot) {
         int64_t n = shard ? q->n * world : q->n; /* elements of buf */
 #ifdef LT_HAVE_MPI
         if (q->shm) {
-            if (q->shm == 1) shm_wait(&q->s, n * (int64_t)dtype_size(q->dt));
+            if (q->shm == 1) {
+                shm_wait(&q->s, n * (int64_t)dtype_size(q->dt));
+                shm_done(q);
+            }
         } else if (q->c.phase) {
             compress_run(q);
         } else {
             watch_wait(&q->r, coll_names[kind], n * (int64_t)dtype_size(q->dt));
         }
 #endif
-        int divided = 0; /* shm.c divides as it sums */
-#ifdef LT_HAVE_MPI
-        divided = q->shm;
-#endif
-        if (q->op == DIST_MEAN && kind != DIST_BROADCAST && kind != DIST_ALL_GATHER && !divided)
+        if (q->op == DIST_MEAN && kind != DIST_BROADCAST && kind != DIST_ALL_GATHER && !q->shm)
             divide(q->buf, q->n, q->dt); /* a reduce-scatter's result: its chunk at the start */
         account(slot, coll_names[kind], n, q->dt, q->t0, prof_now_ns() - w0, wire_bytes(kind, q->op, q->n, q->dt));
     }
@@ -409,7 +429,7 @@ void dist_progress(void) {
      * all-gather here (in order), so that it too travels while kernels run. */
     advance_through(UINT64_MAX - 1, 0);
     for (int i = 0; i < nreqs; i++) /* the shared-memory ones, as far as the other ranks let them go */
-        if (reqs[i].used && reqs[i].shm == 1 && shm_progress(&reqs[i].s)) reqs[i].shm = 2;
+        if (reqs[i].used && reqs[i].shm == 1 && shm_progress(&reqs[i].s)) shm_done(&reqs[i]);
     for (int i = 0; i < nreqs; i++)
         if (reqs[i].used && reqs[i].r != MPI_REQUEST_NULL && reqs[i].c.phase != 1) {
             int done;

@@ -32,7 +32,10 @@ typedef struct shm_req {
     int64_t n;
     lt_dtype dt;
     int op, reduced, peer; /* reduced: this rank's slice summed; peer: the next rank to gather from */
+    char **src;            /* every rank's buffer, from the sum to the last gather */
 } shm_req;
+/* At most this many in flight on a rank: dist_start completes the oldest first. */
+#define SHM_MAX_INFLIGHT 2048
 int shm_init(int world, int rank, int local); /* 1 if on */
 void shm_finalize(void);
 int shm_on(void);

@@ -40,7 +40,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define NSLOT 4096                   /* all-reduces in flight at once, far above a step's buckets */
+#define NSLOT 4096 /* slots of a rank's table: SHM_MAX_INFLIGHT (dist_mpi.h) are in flight at most */
+_Static_assert(SHM_MAX_INFLIGHT < NSLOT, "a slot is written again only after its all-reduce completed here");
 #define RESERVE ((size_t)1 << 36)   /* address space each file is mapped with (it grows inside) */
 #define ALIGN 64
 
@@ -71,7 +72,7 @@ static block *freel;
 static int nfree, capfree;
 
 static table *tab(int r) { return (table *)base[r]; }
-static bufhead *head_at(int r, int64_t off) { return (bufhead *)(base[r] + off) - 1; }
+static bufhead *head_of(const void *buf) { return (bufhead *)buf - 1; }
 
 int shm_on(void) { return on; }
 
@@ -186,7 +187,7 @@ void *shm_alloc(size_t bytes) {
 
 void shm_free(void *p) {
     if (!on) return; /* after shm_finalize: unmapped with the rest */
-    bufhead *h = (bufhead *)p - 1;
+    bufhead *h = head_of(p);
     shm_ready(p); /* the others may still be reading it */
     block b = {(char *)h - base[me], h->bytes};
     int at = 0;
@@ -203,21 +204,25 @@ void shm_free(void *p) {
     }
 }
 
-/* Spins until ready(arg); within LT_DIST_TIMEOUT, as watch_wait. */
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+/* Waits until ready(arg): a short spin, then watch_until (LT_DIST_TIMEOUT). */
 static void spin(int (*ready)(void *), void *arg, const char *what, int64_t bytes) {
-    for (unsigned i = 0; !ready(arg); i++) {
-        if (i < 1024) __builtin_ia32_pause();
-        else {
-            watch_until(ready, arg, what, bytes);
-            return;
-        }
+    for (int i = 0; i < 1024; i++) {
+        if (ready(arg)) return;
+        CPU_RELAX();
     }
+    watch_until(ready, arg, what, bytes);
 }
 
-static int no_readers(void *p) { return atomic_load_explicit(&((bufhead *)p - 1)->readers, memory_order_acquire) == 0; }
+static int no_readers(void *p) { return atomic_load_explicit(&head_of(p)->readers, memory_order_acquire) == 0; }
 
 void shm_ready(void *p) {
-    if (on) spin(no_readers, p, "all_reduce (shared memory: reuse of a buffer)", ((bufhead *)p - 1)->bytes);
+    if (on) spin(no_readers, p, "all_reduce (shared memory: reuse of a buffer)", head_of(p)->bytes);
 }
 
 /* Slice r of n values: [lo, hi), each slice a multiple of 64 bytes but the last. */
@@ -231,8 +236,7 @@ static void slice(const shm_req *q, int r, int64_t *lo, int64_t *hi) {
 void shm_start(shm_req *q, void *buf, int64_t n, lt_dtype dt, int op) {
     *q = (shm_req){.seq = next_seq++, .buf = buf, .n = n, .dt = dt, .op = op, .peer = me == 0 ? 1 : 0};
     int s = (int)(q->seq % NSLOT);
-    bufhead *h = (bufhead *)buf - 1;
-    atomic_store_explicit(&h->readers, nr - 1, memory_order_relaxed);
+    atomic_store_explicit(&head_of(buf)->readers, nr - 1, memory_order_relaxed);
     table *t = tab(me);
     t->off[s] = (char *)buf - base[me];
     t->n[s] = n;
@@ -262,7 +266,7 @@ static char *buffer_of(const shm_req *q, int r) {
 #define MAXNAN(a, b) ((a) > (b) || (a) != (a) ? (a) : (b)) /* NaN wins, as MPI's and torch's max */
 #define MINNAN(a, b) ((a) < (b) || (a) != (a) ? (a) : (b))
 #define REDUCER(name, E, T, LOAD, STORE)                                                        \
-    static void name(E *dst, const char *const *src, int64_t lo, int64_t hi, int op) {          \
+    static void name(E *dst, char *const *src, int64_t lo, int64_t hi, int op) {          \
         T acc[BLOCK];                                                                           \
         for (int64_t b = lo; b < hi; b += BLOCK) {                                              \
             int m = (int)(hi - b < BLOCK ? hi - b : BLOCK);                                     \
@@ -286,12 +290,15 @@ REDUCER(reduce_i32, int32_t, int32_t, AS_IS, AS_IS)
 REDUCER(reduce_i64, int64_t, int64_t, AS_IS, AS_IS)
 REDUCER(reduce_u8, uint8_t, uint8_t, AS_IS, AS_IS) /* wraps modulo 256, as torch's uint8 */
 /* bool: 0 or 1, so SUM (a logical or) is MAX, and MIN an and */
-static void reduce_bool(uint8_t *dst, const char *const *src, int64_t lo, int64_t hi, int op) {
+static void reduce_bool(uint8_t *dst, char *const *src, int64_t lo, int64_t hi, int op) {
     reduce_u8(dst, src, lo, hi, op == DIST_MIN ? DIST_MIN : DIST_MAX);
 }
 
+/* Every rank has published q: this rank's slice, summed. The ranks'
+ * buffers are kept in q->src from here on, so that a rank may reuse a
+ * slot of its table as soon as its own all-reduce completed. */
 static void reduce_slice(shm_req *q) {
-    const char **src = core_malloc(sizeof *src * (size_t)nr);
+    char **src = q->src = core_malloc(sizeof *src * (size_t)nr);
     if (!src) fail("hold a list of the ranks' buffers");
     for (int r = 0; r < nr; r++) src[r] = r == me ? q->buf : buffer_of(q, r);
     int64_t lo, hi;
@@ -306,8 +313,7 @@ static void reduce_slice(shm_req *q) {
     case LT_U8: reduce_u8(dst, src, lo, hi, q->op); break;
     case LT_BOOL: reduce_bool(dst, src, lo, hi, q->op); break;
     }
-    core_free(src);
-    atomic_store_explicit(&((bufhead *)q->buf - 1)->reduced, q->seq, memory_order_release);
+    atomic_store_explicit(&head_of(q->buf)->reduced, q->seq, memory_order_release);
 }
 
 static int all_published(void *arg) {
@@ -319,8 +325,7 @@ static int all_published(void *arg) {
 
 static int peer_reduced(void *arg) {
     shm_req *q = arg;
-    return atomic_load_explicit(&head_at(q->peer, tab(q->peer)->off[q->seq % NSLOT])->reduced,
-                                memory_order_acquire) == q->seq;
+    return atomic_load_explicit(&head_of(q->src[q->peer])->reduced, memory_order_acquire) == q->seq;
 }
 
 /* Copies the next peer's reduced slice into this rank's buffer. */
@@ -328,12 +333,15 @@ static void gather_one(shm_req *q) {
     int64_t lo, hi;
     slice(q, q->peer, &lo, &hi);
     size_t es = dtype_size(q->dt);
-    char *from = buffer_of(q, q->peer);
+    const char *from = q->src[q->peer];
     if (hi > lo) memcpy((char *)q->buf + lo * (int64_t)es, from + lo * (int64_t)es, (size_t)(hi - lo) * es);
-    atomic_fetch_sub_explicit(&head_at(q->peer, tab(q->peer)->off[q->seq % NSLOT])->readers, 1,
-                              memory_order_release);
+    atomic_fetch_sub_explicit(&head_of(from)->readers, 1, memory_order_release);
     q->peer++;
     if (q->peer == me) q->peer++;
+    if (q->peer >= nr) {
+        core_free(q->src);
+        q->src = NULL;
+    }
 }
 
 int shm_progress(shm_req *q) {
