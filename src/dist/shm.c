@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define NSLOT 4096 /* slots of a rank's table: SHM_MAX_INFLIGHT (dist_mpi.h) are in flight at most */
@@ -87,9 +88,20 @@ static void fail(const char *what) {
     exit(1);
 }
 
+/* Room the ranks' buffers could need: a model's gradients once. A
+ * container's default /dev/shm (64 MB under Docker) has less than a
+ * ResNet-50's, so such a machine all-reduces through MPI instead of ending
+ * the job later, when a bucket does not fit. */
+#define MIN_FREE ((uint64_t)1 << 30)
+
+static int room(void) {
+    struct statvfs v;
+    return statvfs("/dev/shm", &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= MIN_FREE;
+}
+
 int shm_init(int world, int rank, int local) {
     const char *e = getenv("LT_DIST_SHM");
-    int want = world > 1 && local == world && !(e && !strcmp(e, "0"));
+    int want = world > 1 && local == world && !(e && !strcmp(e, "0")) && room();
     int all = 0;
     MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, dist_comm);
     if (!all) return 0;
@@ -131,7 +143,7 @@ int shm_init(int world, int rank, int local) {
     base = NULL;
     if (fd >= 0) close(fd);
     fd = -1;
-    if (me == 0) fprintf(stderr, "lazytensor: shared-memory all-reduce unavailable; all-reducing through MPI\n");
+    if (me == 0) fprintf(stderr, "lazytensor: the shared-memory all-reduce could not map its files; all-reducing through MPI\n");
     return 0;
 }
 
