@@ -99,6 +99,16 @@ static int room(void) {
     return statvfs("/dev/shm", &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize >= MIN_FREE;
 }
 
+/* Unmaps every file mapped so far and closes this rank's. */
+static void unmap_all(void) {
+    for (int r = 0; base && r < nr; r++)
+        if (base[r]) munmap(base[r], RESERVE);
+    core_free(base);
+    base = NULL;
+    if (fd >= 0) close(fd);
+    fd = -1;
+}
+
 int shm_init(int world, int rank, int local) {
     const char *e = getenv("LT_DIST_SHM");
     int want = world > 1 && local == world && !(e && !strcmp(e, "0")) && room();
@@ -137,24 +147,17 @@ int shm_init(int world, int rank, int local) {
         lo_mine = hi_mine = base[me] + HEAD_BYTES;
         return 1;
     }
-    for (int r = 0; base && r < nr; r++)
-        if (base[r] && base[r] != MAP_FAILED) munmap(base[r], RESERVE);
-    core_free(base);
-    base = NULL;
-    if (fd >= 0) close(fd);
-    fd = -1;
+    unmap_all();
     if (me == 0) fprintf(stderr, "lazytensor: the shared-memory all-reduce could not map its files; all-reducing through MPI\n");
     return 0;
 }
 
 void shm_finalize(void) {
     if (!on) return;
-    for (int r = 0; r < nr; r++) munmap(base[r], RESERVE);
-    core_free(base);
+    unmap_all();
     core_free(freel);
-    base = NULL, freel = NULL, nfree = capfree = 0;
-    close(fd);
-    fd = -1, on = 0;
+    freel = NULL, nfree = capfree = 0;
+    on = 0;
 }
 
 static int add_free(int at, block b) {
@@ -355,25 +358,23 @@ static void gather_one(shm_req *q) {
     }
 }
 
-int shm_progress(shm_req *q) {
+/* Takes q as far as the other ranks let it, or (wait) to its end,
+ * waiting for them; 1 when it is done. */
+static int advance(shm_req *q, int wait, int64_t bytes) {
     if (!q->reduced) {
-        if (!all_published(q)) return 0;
-        reduce_slice(q);
-        q->reduced = 1;
-    }
-    while (q->peer < nr && peer_reduced(q)) gather_one(q);
-    return q->peer >= nr;
-}
-
-void shm_wait(shm_req *q, int64_t bytes) {
-    if (!q->reduced) {
-        spin(all_published, q, "all_reduce (shared memory: the other ranks' buffers)", bytes);
+        if (wait) spin(all_published, q, "all_reduce (shared memory: the other ranks' buffers)", bytes);
+        else if (!all_published(q)) return 0;
         reduce_slice(q);
         q->reduced = 1;
     }
     while (q->peer < nr) {
-        spin(peer_reduced, q, "all_reduce (shared memory: the other ranks' sums)", bytes);
+        if (wait) spin(peer_reduced, q, "all_reduce (shared memory: the other ranks' sums)", bytes);
+        else if (!peer_reduced(q)) return 0;
         gather_one(q);
     }
+    return 1;
 }
+
+int shm_progress(shm_req *q) { return advance(q, 0, 0); }
+void shm_wait(shm_req *q, int64_t bytes) { advance(q, 1, bytes); }
 #endif
