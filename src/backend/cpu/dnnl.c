@@ -253,6 +253,32 @@ static void wsplit_free(wsplit *w) {
     core_free(w);
 }
 
+/* The primitive descriptor for op descriptor od (attributes at, forward
+ * hint fpd): the first implementation whose name starts with prefix, else
+ * oneDNN's first choice (prefix NULL: that choice). */
+static dnnl_status_t pd_preferring(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t od,
+                                   const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd,
+                                   const char *prefix) {
+    if (!prefix) return dnnl_primitive_desc_create(pd, od, at, eng, fpd);
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, od, at, eng, fpd);
+    if (st != dnnl_success) return st;
+    *pd = dnnl_primitive_desc_iterator_fetch(it); /* the first choice, unless a preferred one follows */
+    while (*pd && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
+        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
+        const char *impl = NULL;
+        if (c && dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+            !strncmp(impl, prefix, strlen(prefix))) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = c;
+            break;
+        }
+        if (c) dnnl_primitive_desc_destroy(c);
+    }
+    dnnl_primitive_desc_iterator_destroy(it);
+    return *pd ? dnnl_success : dnnl_out_of_memory;
+}
+
 /* A bfloat16 convolution's primitive descriptor (op descriptor od,
  * attributes at, forward hint fpd): oneDNN's first choice or, where
  * general, its general direct kernel (jit_bf16) if it has one. For a 1x1
@@ -271,24 +297,7 @@ static int general_1x1(const int64_t *ws, const int64_t *str, const int64_t *os,
 }
 static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *od,
                              const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
-    if (!general) return dnnl_primitive_desc_create(pd, od, at, eng, fpd);
-    dnnl_primitive_desc_iterator_t it;
-    dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, od, at, eng, fpd);
-    if (st != dnnl_success) return st;
-    *pd = dnnl_primitive_desc_iterator_fetch(it); /* the first choice, unless a general one follows */
-    while (*pd && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
-        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
-        const char *impl = NULL;
-        if (c && dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-            !strncmp(impl, "jit_bf16:", 9)) {
-            dnnl_primitive_desc_destroy(*pd);
-            *pd = c;
-            break;
-        }
-        if (c) dnnl_primitive_desc_destroy(c);
-    }
-    dnnl_primitive_desc_iterator_destroy(it);
-    return *pd ? dnnl_success : dnnl_out_of_memory;
+    return pd_preferring(pd, od, at, fpd, general ? "jit_bf16:" : NULL);
 }
 
 /* Part p's primitive for the images [n0, n1): 0 if made and it reads our
@@ -560,7 +569,13 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
  * linears 5-25% faster than dnnl_sgemm('N', 'T') over a bias copied into
  * y first (fc2, (4096, 1536) x (384, 1536)^T: 16 -> 12.5 ms). trans
  * (2-D MATMUL, fuse.c): bit i, operand i is read as the transpose of the
- * matrix the kernel reads (a weight gradient g^T x without the copy of g^T). */
+ * matrix the kernel reads (a weight gradient g^T x without the copy of g^T).
+ * bfloat16 takes oneDNN's gemm-based matmul over its first choice
+ * (brgemm): on the GPT step's eleven shapes (bench_matmul_bf16's, both
+ * threads, best of 15 warm) it ran 5-25% faster on every one, the weight
+ * gradients' transposed operands most (1536 x 4096 x 384: 605 -> 740
+ * GFLOP/s); in the traced bf16 step the weight gradients went from 546-633
+ * to 650-707 GFLOP/s, the step 572 -> 542 ms. */
 static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int trans) {
     const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
     int lin = y->op == LT_OP_LINEAR, bias = lin && y->nin == 3;
@@ -575,7 +590,7 @@ static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int tran
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd;
     if (dnnl_matmul_desc_init(&md, &am, &bm, bias ? &biasm : NULL, &cm) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success)
+        pd_preferring(&pd, &md, NULL, NULL, dt == dnnl_bf16 ? "gemm:" : NULL) != dnnl_success)
         return -1;
     const dnnl_memory_desc_t *u[] = {&am, &bm, &biasm, &cm};
     if (bias) return finish(d, pd, 4, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
