@@ -38,6 +38,7 @@ typedef struct tins {
     uint16_t op;    /* an elementwise lt_op or FILL */
     uint8_t dtype;  /* the node's dtype (BOOL results are kept as 0/1) */
     int8_t dst, src[3];
+    uint8_t round;  /* bfloat16 read by a later instruction: rounded in its register (a store rounds anyway) */
     int32_t node;   /* for its scalars */
 } tins;
 

@@ -207,6 +207,7 @@ static int build_group(fstate *s, const int32_t *members, int nm, const uint8_t 
         tins *t = &p->ins[j];
         t->op = y->op;
         t->dtype = y->dtype;
+        t->round = y->dtype == LT_BF16 && lastuse[j] >= 0;
         t->node = m;
         for (int i = 0; i < 3; i++) t->src[i] = -1;
         for (int i = 0; i < y->nin; i++) {

@@ -37,15 +37,9 @@ static void FN(convert)(T *restrict dst, const void *src, lt_dtype dt, int64_t o
 #undef CONVERT_LOOP
 }
 
-/* n floats, each already a bfloat16 value, to bfloat16 (truncation is
- * exact here). */
+/* n values rounded to bfloat16 (a value already rounded is exact). */
 static void FN(store_bf16)(uint16_t *restrict o, const T *restrict v, int64_t n) {
-    OMP_SIMD for (int64_t i = 0; i < n; i++) {
-        float f = (float)v[i];
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        o[i] = (uint16_t)(u >> 16);
-    }
+    OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = bf16_from_f32((float)v[i]);
 }
 
 static void FN(load_general)(const tprog *p, const tload *l, T *restrict dst, const void *src, int64_t i0, int64_t n) {
@@ -230,9 +224,10 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         case LT_OP_ADDCDIV: LOOP(DX + ds0 * (DY / DZ)); break;
         default: LT_ASSERT(0 && "not a tile op"); break;
         }
-        /* A bfloat16 node's value is rounded as the reference stores it;
-         * its register (float: see reg_type) keeps the rounded value. */
-        if (t->dtype == LT_BF16) OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = (T)bf16_round((float)d[i]);
+        /* A bfloat16 node's value is rounded as the reference stores it:
+         * here if a later instruction reads its register (float: see
+         * reg_type), else by its store (one pass fewer). */
+        if (t->round) OMP_SIMD for (int64_t i = 0; i < n; i++) d[i] = (T)bf16_round((float)d[i]);
     }
     for (int j = 0; j < p->nstore; j++) {
         const tstore *s = &p->stores[j];
@@ -240,7 +235,7 @@ static void FN(tile)(const tprog *p, const void *const *in, void *const *out, co
         if (s->dtype == LT_BOOL) {
             uint8_t *restrict o = (uint8_t *)out[j] + i0;
             OMP_SIMD for (int64_t i = 0; i < n; i++) o[i] = v[i] != (T)0;
-        } else if (s->dtype == LT_BF16) { /* already rounded: the top half */
+        } else if (s->dtype == LT_BF16) {
             FN(store_bf16)((uint16_t *)out[j] + i0, v, n);
         } else if (!direct[j]) {
             memcpy((T *)out[j] + i0, v, (size_t)n * sizeof(T));
