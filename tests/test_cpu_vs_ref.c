@@ -1871,6 +1871,38 @@ TEST(random_programs) {
     CHECK(lt_metric("FusedKernels") > 0);
 }
 
+/* bfloat16 members of one fused tile group round as the reference rounds
+ * each node: in the register where a later member reads the value, in the
+ * store where only the output does (tile_body.h). Exact ops only (+ - *
+ * of bfloat16 values in float registers, then one rounding), so both
+ * backends agree to the bit: a rounding skipped changes elements by a
+ * bfloat16 ulp, which the tolerance 0 catches. t is read later and stored
+ * (the cat reads it), w only stored. */
+static lt_tensor *make_bf16_chain(void *p) {
+    lt_tensor **x = p;
+    lt_tensor *t = lt_add(x[0], x[1]), *u = lt_mul(t, x[2]), *v = lt_sub(u, x[0]), *w = lt_mul(v, v);
+    lt_tensor *both[2] = {t, w}, *r = lt_cat(2, both, 0);
+    lt_free(t), lt_free(u), lt_free(v), lt_free(w);
+    return r;
+}
+
+TEST(bf16_tile_rounding) {
+    double fused0 = lt_metric("FusedKernels");
+    for (int c = 0; c < 6; c++) {
+        int64_t shape[1] = {1 + rint_(5000)};
+        lt_tensor *x[3];
+        for (int i = 0; i < 3; i++) {
+            lt_tensor *f = rand_tensor(LT_F32, 1, shape, 0);
+            x[i] = lt_to_dtype(f, LT_BF16);
+            lt_free(f);
+        }
+        lt_mark_step();
+        CHECK(differential("bfloat16 chain in one tile group", LT_OP_ADD, make_bf16_chain, x, 0));
+        for (int i = 0; i < 3; i++) lt_free(x[i]);
+    }
+    CHECK(lt_metric("FusedKernels") > fused0);
+}
+
 /* Donation: a parameter updated in place reuses its buffer. */
 TEST(donation_in_place_update) {
     int64_t s[1] = {1000};
@@ -2102,6 +2134,7 @@ int main(void) {
     RUN(nn_losses_indexing_dropout);
     RUN(transformer_ops);
     RUN(random_programs);
+    RUN(bf16_tile_rounding);
     RUN(donation_in_place_update);
     RUN(every_op_bf16);
     RUN(attention_bf16);
