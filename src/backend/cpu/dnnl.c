@@ -253,22 +253,29 @@ static void wsplit_free(wsplit *w) {
     core_free(w);
 }
 
+static int impl_is(const_dnnl_primitive_desc_t pd, const char *prefix) {
+    const char *impl = NULL;
+    return pd && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strncmp(impl, prefix, strlen(prefix));
+}
+
 /* The primitive descriptor for op descriptor od (attributes at, forward
- * hint fpd): the first implementation whose name starts with prefix, else
- * oneDNN's first choice (prefix NULL: that choice). */
+ * hint fpd): oneDNN's first choice or, where that choice's implementation
+ * name starts with `over` (the one measured slower; a CPU with other
+ * kernels, AMX's, keeps its own first choice), the first implementation
+ * whose name starts with `prefix` if there is one. over NULL: the first
+ * choice. */
 static dnnl_status_t pd_preferring(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t od,
                                    const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd,
-                                   const char *prefix) {
-    if (!prefix) return dnnl_primitive_desc_create(pd, od, at, eng, fpd);
+                                   const char *over, const char *prefix) {
+    if (!over) return dnnl_primitive_desc_create(pd, od, at, eng, fpd);
     dnnl_primitive_desc_iterator_t it;
     dnnl_status_t st = dnnl_primitive_desc_iterator_create(&it, od, at, eng, fpd);
     if (st != dnnl_success) return st;
     *pd = dnnl_primitive_desc_iterator_fetch(it); /* the first choice, unless a preferred one follows */
-    while (*pd && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
+    while (impl_is(*pd, over) && dnnl_primitive_desc_iterator_next(it) == dnnl_success) {
         dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
-        const char *impl = NULL;
-        if (c && dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-            !strncmp(impl, prefix, strlen(prefix))) {
+        if (impl_is(c, prefix)) {
             dnnl_primitive_desc_destroy(*pd);
             *pd = c;
             break;
@@ -297,7 +304,7 @@ static int general_1x1(const int64_t *ws, const int64_t *str, const int64_t *os,
 }
 static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, const dnnl_convolution_desc_t *od,
                              const_dnnl_primitive_attr_t at, const_dnnl_primitive_desc_t fpd, int general) {
-    return pd_preferring(pd, od, at, fpd, general ? "jit_bf16:" : NULL);
+    return pd_preferring(pd, od, at, fpd, general ? "jit_bf16_1x1:" : NULL, "jit_bf16:");
 }
 
 /* Part p's primitive for the images [n0, n1): 0 if made and it reads our
@@ -576,8 +583,8 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
  * small next to the activations (GPT step, traced, two alternating
  * rounds: the forward linears 265 -> 233 ms; (4096, 384) x (384, 1536)
  * alone, reorder included: 344 -> 385 GFLOP/s).
- * bfloat16 takes oneDNN's gemm-based matmul over its first choice
- * (brgemm): on the GPT step's eleven shapes (bench_matmul_bf16's, both
+ * bfloat16 takes oneDNN's gemm-based matmul over its first choice on
+ * AVX512-BF16 (brgemm; not over AMX's): on the GPT step's eleven shapes (bench_matmul_bf16's, both
  * threads, best of 15 warm) it ran 5-25% faster on every one, the weight
  * gradients' transposed operands most (1536 x 4096 x 384: 605 -> 740
  * GFLOP/s); in the traced bf16 step the weight gradients went from 546-633
@@ -599,7 +606,7 @@ static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int tran
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd;
     if (dnnl_matmul_desc_init(&md, &am, &bm, bias ? &biasm : NULL, &cm) != dnnl_success ||
-        pd_preferring(&pd, &md, NULL, NULL, dt == dnnl_bf16 ? "gemm:" : NULL) != dnnl_success)
+        pd_preferring(&pd, &md, NULL, NULL, dt == dnnl_bf16 ? "brg:avx512_core_bf16" : NULL, "gemm:") != dnnl_success)
         return -1;
     const dnnl_memory_desc_t *u[] = {&am, &bu, &biasm, &cm};
     if (bias) return finish(d, pd, 4, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
