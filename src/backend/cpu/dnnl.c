@@ -577,12 +577,15 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
  * y first (fc2, (4096, 1536) x (384, 1536)^T: 16 -> 12.5 ms). trans
  * (2-D MATMUL, fuse.c): bit i, operand i is read as the transpose of the
  * matrix the kernel reads (a weight gradient g^T x without the copy of g^T).
- * A float32 linear's weight is reordered, each run, into the blocked
- * layout the primitive asks for (add_arg): its brgemm reads W^T ('ba',
- * K contiguous) 10-15% slower than its own layout, and the weight is
- * small next to the activations (GPT step, traced, two alternating
- * rounds: the forward linears 265 -> 233 ms; (4096, 384) x (384, 1536)
- * alone, reorder included: 344 -> 385 GFLOP/s).
+ * A float32 linear of at least 1024 rows has its weight reordered, each
+ * run, into the blocked layout the primitive asks for (add_arg): its
+ * brgemm reads W^T ('ba', K contiguous) 10-15% slower than its own
+ * layout (GPT step, traced, two alternating rounds: the forward linears
+ * 265 -> 233 ms; (4096, 384) x (384, 1536) alone, reorder included: 344
+ * -> 385 GFLOP/s). The reorder is a pass over the weight, K N floats
+ * against the product's 2 M K N flops: about 50 / M of the product's time
+ * here (30 GB/s, 400 GFLOP/s), so fewer rows (a classifier's batch of 32
+ * against a 2048 x 1000 weight) read W^T in place.
  * bfloat16 takes oneDNN's gemm-based matmul over its first choice on
  * AVX512-BF16 (brgemm; not over AMX's): on the GPT step's eleven shapes (bench_matmul_bf16's, both
  * threads, best of 15 warm) it ran 5-25% faster on every one, the weight
@@ -599,7 +602,7 @@ static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int tran
     dnnl_memory_desc_init_by_tag(&am, 2, ad, dt, trans & 1 ? dnnl_ba : dnnl_ab);
     dnnl_memory_desc_t bu; /* b as stored; bm as the primitive reads it (a float32 weight: its own layout) */
     dnnl_memory_desc_init_by_tag(&bu, 2, bd, dt, lin || trans & 2 ? dnnl_ba : dnnl_ab);
-    if (lin && dt == dnnl_f32) dnnl_memory_desc_init_by_tag(&bm, 2, bd, dt, dnnl_format_tag_any);
+    if (lin && dt == dnnl_f32 && M >= 1024) dnnl_memory_desc_init_by_tag(&bm, 2, bd, dt, dnnl_format_tag_any);
     else bm = bu;
     dnnl_memory_desc_init_by_tag(&cm, 2, cd, dt_of(y), dnnl_ab);
     dnnl_memory_desc_init_by_tag(&biasm, 2, bsd, dt, dnnl_ab);
