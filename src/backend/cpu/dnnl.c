@@ -587,11 +587,12 @@ static int pool_new(cpu_dnnl *d, const exec_graph *g, const gnode *y) {
  * here (30 GB/s, 400 GFLOP/s), so fewer rows (a classifier's batch of 32
  * against a 2048 x 1000 weight) read W^T in place.
  * bfloat16 takes oneDNN's gemm-based matmul over its first choice on
- * AVX512-BF16 (brgemm; not over AMX's): on the GPT step's eleven shapes (bench_matmul_bf16's, both
- * threads, best of 15 warm) it ran 5-25% faster on every one, the weight
- * gradients' transposed operands most (1536 x 4096 x 384: 605 -> 740
- * GFLOP/s); in the traced bf16 step the weight gradients went from 546-633
- * to 650-707 GFLOP/s, the step 572 -> 542 ms. */
+ * AVX512-BF16 (brgemm; AMX's first choice stays): on the GPT step's eleven
+ * shapes (bench_matmul_bf16's, both threads, best of 15 warm) it ran 5-25%
+ * faster on every one, the weight gradients' transposed operands most
+ * (1536 x 4096 x 384: 605 -> 740 GFLOP/s); in the traced bf16 step the
+ * weight gradients went from 546-633 to 650-707 GFLOP/s, the step 572 ->
+ * 542 ms. */
 static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int trans) {
     const gnode *a = &g->nodes[y->in[0]], *b = &g->nodes[y->in[1]];
     int lin = y->op == LT_OP_LINEAR, bias = lin && y->nin == 3;
