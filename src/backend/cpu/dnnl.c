@@ -601,7 +601,7 @@ static int matmul_new(cpu_dnnl *d, const exec_graph *g, const gnode *y, int tran
     dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, bsd = {1, N};
     dnnl_data_type_t dt = dt_of(a); /* y's too, but nn_matmul_wide's float32 */
     dnnl_memory_desc_init_by_tag(&am, 2, ad, dt, trans & 1 ? dnnl_ba : dnnl_ab);
-    dnnl_memory_desc_t bu; /* b as stored; bm as the primitive reads it (a float32 weight: its own layout) */
+    dnnl_memory_desc_t bu; /* b as stored; bm as the primitive reads it (a tall float32 linear: its own layout) */
     dnnl_memory_desc_init_by_tag(&bu, 2, bd, dt, lin || trans & 2 ? dnnl_ba : dnnl_ab);
     if (lin && dt == dnnl_f32 && M >= 1024) dnnl_memory_desc_init_by_tag(&bm, 2, bd, dt, dnnl_format_tag_any);
     else bm = bu;
