@@ -8,14 +8,16 @@ if(NOT LT_TORCH)
   return()
 endif()
 find_path(LT_TORCH_INCLUDE torch/extension.h)
+# torch/extension.h includes pybind11, which python3-torch only recommends.
+find_path(LT_PYBIND11_INCLUDE pybind11/pybind11.h)
 find_library(LT_TORCH_LIB torch)
 find_library(LT_TORCH_CPU_LIB torch_cpu)
 find_library(LT_C10_LIB c10)
 find_library(LT_TORCH_PYTHON_LIB torch_python)
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import torch" RESULT_VARIABLE LT_TORCH_PY OUTPUT_QUIET ERROR_QUIET)
-if(NOT (LT_TORCH_INCLUDE AND LT_TORCH_LIB AND LT_TORCH_CPU_LIB AND LT_C10_LIB AND LT_TORCH_PYTHON_LIB
+if(NOT (LT_TORCH_INCLUDE AND LT_PYBIND11_INCLUDE AND LT_TORCH_LIB AND LT_TORCH_CPU_LIB AND LT_C10_LIB AND LT_TORCH_PYTHON_LIB
         AND LT_TORCH_PY EQUAL 0))
-  message(STATUS "PyTorch device: skipped (needs libtorch-dev and python3-torch: apt-get install libtorch-dev python3-torch)")
+  message(STATUS "PyTorch device: skipped (needs libtorch-dev, pybind11-dev and python3-torch: apt-get install libtorch-dev pybind11-dev python3-torch)")
   return()
 endif()
 enable_language(CXX)

@@ -13,8 +13,9 @@ PKGS="$PKGS libopenmpi-dev openmpi-bin"
 # the Python package (python/): Debian's CPython 3.11, NumPy, pytest; its
 # tests exchange tensors with PyTorch and load torchvision's state_dicts
 PKGS="$PKGS python3-dev python3-numpy python3-pytest python3-torch python3-torchvision libopenblas0-pthread"
-# the PyTorch device (python/_torch/, a C++ extension): libtorch's headers
-PKGS="$PKGS libtorch-dev g++"
+# the PyTorch device (python/_torch/, a C++ extension): libtorch's headers,
+# and pybind11's, which they include (python3-torch only recommends it)
+PKGS="$PKGS libtorch-dev pybind11-dev g++"
 # image folders (src/data): JPEG, PNG, and PIL as the decoding oracle
 PKGS="$PKGS libjpeg62-turbo-dev libspng-dev python3-pil"
 # the default text corpus (--data text)
