@@ -762,6 +762,28 @@ static void wino_case(int nonfinite) {
 TEST(conv_winograd_matches_reference) { wino_case(0); }
 TEST(conv_winograd_nonfinite_redone_direct) { wino_case(1); }
 
+/* Winograd computes whole 4x4 output tiles: a 2x2 or 3x3 output (ResNet-18's
+ * last stage at 64x64 and 96x96) would use a quarter or half of each, so
+ * those convs, forward and both gradients, stay direct (dnnl.c: wino_shape);
+ * a 4x4 output is one whole tile and may take it. */
+TEST(conv_winograd_whole_tiles_only) {
+    int64_t st[2] = {1, 1}, pad[2] = {1, 1}, dil[2] = {1, 1}, ws[4] = {256, 256, 3, 3};
+    for (int64_t side = 2; side <= 3; side++) {
+        int64_t xs[4] = {32, 256, side, side};
+        lt_manual_seed(3);
+        lt_tensor *x = lt_randn(LT_F32, 4, xs), *w = lt_randn(LT_F32, 4, ws);
+        lt_set_requires_grad(x, true), lt_set_requires_grad(w, true);
+        double w0 = lt_metric("WinogradConvs");
+        lt_tensor *y = lt_conv2d(x, w, NULL, st, pad, dil, 1), *loss = lt_sum(y, 0, NULL, false);
+        CHECK(lt_backward(loss) == 0);
+        lt_mark_step();
+        CHECK_NO_ERR();
+        CHECK_MSG(lt_metric("WinogradConvs") == w0, "%gx%g output: %g Winograd runs", (double)side, (double)side,
+                  lt_metric("WinogradConvs") - w0);
+        lt_free(x), lt_free(w), lt_free(y), lt_free(loss);
+    }
+}
+
 int main(void) {
     core_init();
     g_config.bn_stream_bytes = 0; /* every aligned float32 batch-norm output streams (bn_blocked.c) */
@@ -778,5 +800,6 @@ int main(void) {
     RUN(conv_wgrad_inf_where_only_padding_is_read);
     RUN(conv_winograd_matches_reference);
     RUN(conv_winograd_nonfinite_redone_direct);
+    RUN(conv_winograd_whole_tiles_only);
     return h_report();
 }
