@@ -185,6 +185,35 @@ def test_parallel_loader_thread_holds_no_device_tensor_and_ends_before_exit(tmp_
     assert "freed" in lines and lines.count("host loader closed") == 2, r.stdout
 
 
+def test_parallel_loader_dropped_mid_batch_is_joined_at_exit(tmp_path):
+    # The loop breaks, the loader is freed, and the program ends while the
+    # loader's thread is still drawing a batch inside torch's C++ (which
+    # releases the GIL): the thread must be stopped and joined at exit,
+    # not killed by finalization there (an abort, exit code 134).
+    s = script(tmp_path, """
+        import gc, os
+        import torch
+        import lazytensor.xla.core.xla_model as xm
+        import lazytensor.xla.distributed.parallel_loader as pl
+        torch.set_num_threads(1)
+        def busy():
+            a = torch.randn(800, 800)
+            while True:
+                for _ in range(10):
+                    a = torch.mm(a, a).clamp_(-1, 1)
+                yield torch.full((2,), 0.0)
+        dev = xm.xla_device()
+        loader = pl.ParallelLoader(busy(), [dev], device_prefetch_size=1)
+        for x in loader.per_device_loader(dev):
+            break
+        del loader, x
+        gc.collect()
+        os.write(1, b"exiting\\n")
+    """)
+    r = run_py([s], timeout=60)
+    assert r.returncode == 0 and r.stdout == "exiting\n", r.stdout + r.stderr
+
+
 def test_example_one_process():
     r = run_py(["-m", "lazytensor.xla", EXAMPLE, "--fake_data", "--model", "mlp", "--img_dim", "8",
                 "--batch_size", "8", "--num_steps", "3", "--log_steps", "1", "--metrics_debug"])

@@ -17,16 +17,17 @@ The thread holds host objects only (the loader, the queue, the stop flag),
 never the ParallelLoader: whatever a thread drops last it frees, and a device
 tensor freed there would call the core beside the training thread. It is a
 daemon (a loop that breaks early must not keep the program alive), so every
-live loader is stopped and joined at exit, before the interpreter finalizes:
+loader thread still running is stopped and joined at exit, before the
+interpreter finalizes, whether or not its ParallelLoader still exists (a
+loop that broke early drops it while the thread finishes drawing a batch):
 a daemon thread still running then is killed when it next takes the GIL,
-which aborts the process when that happens inside torch's C++ (a tensor's
-dealloc releases the GIL).
+which aborts the process when that happens inside torch's C++ (a torch op
+or a tensor's dealloc releases the GIL).
 """
 import atexit
 import collections
 import queue
 import threading
-import weakref
 
 import torch
 
@@ -34,7 +35,7 @@ from .._names import missing as _missing
 
 _END = object()
 _EXIT_JOIN_S = 30.0  # at exit, how long a loader may take to finish the batch it is drawing
-_live = weakref.WeakSet()
+_running = {}  # every loader thread not yet seen ended, with its stop event
 
 
 class _Failure:
@@ -98,8 +99,10 @@ class ParallelLoader:
         self._closed = threading.Event()
         self._thread = threading.Thread(target=_produce, args=(loader, self._host, self._closed),
                                         name="lazytensor.xla loader", daemon=True)
+        for ended in [t for t in _running if not t.is_alive()]:
+            del _running[ended]
+        _running[self._thread] = self._closed
         self._thread.start()
-        _live.add(self)
 
     def __len__(self):
         return len(self._loader)
@@ -156,11 +159,10 @@ def _produce(loader, host, closed):
 
 @atexit.register
 def _stop_all():
-    loaders = list(_live)
-    for l in loaders:
-        l.close()
-    for l in loaders:
-        l._thread.join(_EXIT_JOIN_S)
+    for closed in _running.values():
+        closed.set()
+    for t in list(_running):
+        t.join(_EXIT_JOIN_S)
 
 
 class MpDeviceLoader:
